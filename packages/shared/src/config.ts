@@ -1,0 +1,38 @@
+/**
+ * Config is one zod schema per process, parsed once at boot: a bad deploy
+ * fails at start with every problem listed, never later at first use.
+ */
+import { z } from "zod";
+
+export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/whereabouts";
+export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
+
+export const LogLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
+
+/** The variables every service reads; each service extends this. */
+export const BaseServiceEnv = z.object({
+  NATS_URL: z.string().min(1).default(DEFAULT_NATS_URL),
+  DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
+  LOG_LEVEL: LogLevel,
+  RPC_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+});
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+export function parseConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
+  // Empty strings mean "unset", as most deploy tools render missing values.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `${i.path.join(".") || "(env)"}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join("\n  ")}`);
+  }
+  return result.data;
+}
+
+/** `<SERVICE>_DATABASE_URL` overrides the shared DATABASE_URL. */
+export function serviceDatabaseUrl(service: string, env: Record<string, string | undefined> = process.env): string {
+  return env[`${service.toUpperCase()}_DATABASE_URL`] || env.DATABASE_URL || DEFAULT_DATABASE_URL;
+}

@@ -1,0 +1,33 @@
+/** Wire pieces shared by every resource. */
+import { z } from "zod";
+
+/** Outbound instants: RFC 3339 UTC with exactly three fractional digits. */
+export const Timestamp = z.string().meta({ format: "date-time", example: "2026-11-20T10:15:00.250Z" });
+
+export const toWireTimestamp = (date: Date): string => date.toISOString();
+export const toWireTimestampOrNull = (date: Date | null | undefined): string | null =>
+  date ? date.toISOString() : null;
+
+export const MAX_ID = 2147483647;
+export const Id = z.number().int().min(1).max(MAX_ID);
+
+export const TAG_TYPES = ["rfid", "ble", "barcode"] as const;
+export const TagType = z.enum(TAG_TYPES);
+
+export function ListEnvelope<T extends z.ZodType>(item: T) {
+  return z.object({
+    data: z.array(item),
+    limit: z.number().int(),
+    offset: z.number().int(),
+    total_count: z.number().int(),
+  });
+}
+export type ListEnvelope<T> = { data: T[]; limit: number; offset: number; total_count: number };
+
+export const DataEnvelope = <T extends z.ZodType>(item: T) => z.object({ data: item });
+
+export const LIST_LIMIT_DEFAULT = 50;
+export const LIST_LIMIT_MAX = 200;
+
+export const OrgView = z.object({ id: Id, name: z.string(), created_at: Timestamp });
+export type OrgView = z.infer<typeof OrgView>;

@@ -1,0 +1,217 @@
+/**
+ * NATS helpers: a reconnecting connection, RPC services that always answer,
+ * RPC calls that never hang, and the JetStream streams every service expects.
+ */
+import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection, type Msg } from "@nats-io/transport-node";
+import {
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  DiscardPolicy,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import { AppError, serviceUnavailable, toErrorEnvelope } from "./errors.ts";
+import { HEADER_REQUEST_ID, HEADER_TRACEPARENT, RpcReply, RpcRequest } from "./rpc.ts";
+import { PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
+
+export type { NatsConnection, MsgHdrs };
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+export const encodeJson = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
+export const decodeJson = (data: Uint8Array): unknown => JSON.parse(decoder.decode(data));
+
+export async function connectNats(options: { url: string; name: string; logger: Logger }): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: options.url.split(","),
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: true,
+  });
+  connected.set(nc, true);
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect") connected.set(nc, false);
+      if (status.type === "reconnect") connected.set(nc, true);
+      if (status.type === "disconnect" || status.type === "reconnect" || status.type === "error") {
+        options.logger.warn({ nats: status.type }, "nats connection status");
+      }
+    }
+  })();
+  return nc;
+}
+
+const connected = new WeakMap<NatsConnection, boolean>();
+
+/** Connected now (not closed, not between a disconnect and a reconnect). */
+export function natsConnected(nc: NatsConnection): boolean {
+  return !nc.isClosed() && connected.get(nc) !== false;
+}
+
+export function messageHeaders(requestId: string, traceparent?: string): MsgHdrs {
+  const h = natsHeaders();
+  h.set(HEADER_REQUEST_ID, requestId);
+  if (traceparent) h.set(HEADER_TRACEPARENT, traceparent);
+  return h;
+}
+
+export type RpcHandler = (request: RpcRequest, context: { logger: Logger; traceparent?: string }) => Promise<RpcReply>;
+
+export interface RpcServer {
+  /** Stop taking requests and wait for the ones in flight. */
+  stop(): Promise<void>;
+  inFlight(): number;
+}
+
+/**
+ * Serves `<service>.<operation>` for each handler (plus `<service>.ping`), in
+ * the service's queue group so replicas share the load. Every request gets a
+ * reply: a handler that throws answers with the error envelope, never silence.
+ */
+export function serveRpc(
+  nc: NatsConnection,
+  service: ServiceName,
+  handlers: Record<string, RpcHandler>,
+  logger: Logger,
+): RpcServer {
+  let inFlight = 0;
+  const idle: Array<() => void> = [];
+  const all: Record<string, RpcHandler> = {
+    [PING_OPERATION]: async () => ({ status: 200, headers: {}, body: { ok: true, service } }),
+    ...handlers,
+  };
+  const subs = Object.entries(all).map(([operation, handler]) =>
+    nc.subscribe(rpcSubject(service, operation), {
+      queue: service,
+      callback: (err, msg) => {
+        if (err) {
+          logger.error({ err, operation }, "rpc subscription error");
+          return;
+        }
+        inFlight++;
+        void answer(msg, operation, handler).finally(() => {
+          inFlight--;
+          if (inFlight === 0) idle.splice(0).forEach((resolve) => resolve());
+        });
+      },
+    }),
+  );
+
+  async function answer(msg: Msg, operation: string, handler: RpcHandler): Promise<void> {
+    const requestId = msg.headers?.get(HEADER_REQUEST_ID) || "unknown";
+    const traceparent = msg.headers?.get(HEADER_TRACEPARENT) || undefined;
+    const log = logger.child({ request_id: requestId, operation, ...(traceparent ? { traceparent } : {}) });
+    let reply: RpcReply;
+    let instance = "";
+    try {
+      const parsed = RpcRequest.safeParse(decodeJson(msg.data));
+      if (!parsed.success) throw new AppError("bad_request", "Malformed RPC envelope");
+      instance = parsed.data.path;
+      reply = await handler(parsed.data, { logger: log, ...(traceparent ? { traceparent } : {}) });
+    } catch (err) {
+      if (!(err instanceof AppError)) log.error({ err }, "rpc handler failed");
+      const envelope = toErrorEnvelope(err, { instance, request_id: requestId });
+      reply = {
+        status: envelope.error.status,
+        headers: err instanceof AppError ? err.headers : {},
+        body: envelope,
+      };
+    }
+    if (msg.reply) msg.respond(encodeJson(reply), { headers: messageHeaders(requestId, traceparent) });
+  }
+
+  return {
+    inFlight: () => inFlight,
+    async stop() {
+      for (const sub of subs) sub.unsubscribe();
+      if (inFlight > 0) await new Promise<void>((resolve) => idle.push(resolve));
+    },
+  };
+}
+
+/** Calls a service; a timeout or no responder becomes 503 service_unavailable. */
+export async function callRpc(
+  nc: NatsConnection,
+  subject: string,
+  request: RpcRequest,
+  options: { timeoutMs: number; traceparent?: string },
+): Promise<RpcReply> {
+  try {
+    const msg = await nc.request(subject, encodeJson(request), {
+      timeout: options.timeoutMs,
+      headers: messageHeaders(request.request_id, options.traceparent),
+    });
+    return RpcReply.parse(decodeJson(msg.data));
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw serviceUnavailable(`The ${subject.split(".")[0]} service did not answer`, 1);
+  }
+}
+
+/** True when the service answers its ping within the timeout. */
+export async function pingService(nc: NatsConnection, service: ServiceName, timeoutMs: number): Promise<boolean> {
+  try {
+    const msg = await nc.request(rpcSubject(service, PING_OPERATION), encodeJson({}), { timeout: timeoutMs });
+    return RpcReply.safeParse(decodeJson(msg.data)).success;
+  } catch {
+    return false;
+  }
+}
+
+/** The streams every service relies on, created or updated idempotently. */
+export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }> {
+  const common = { storage: StorageType.File, discard: DiscardPolicy.Old, duplicate_window: 2 * 60 * 1_000_000_000 };
+  return [
+    {
+      ...common,
+      name: STREAMS.CATALOG.name,
+      subjects: [...STREAMS.CATALOG.subjects],
+      retention: RetentionPolicy.Limits,
+      // Replicas are rebuilt from this stream, so it keeps every event.
+      max_age: 0,
+    },
+    {
+      ...common,
+      name: STREAMS.TRACKING.name,
+      subjects: [...STREAMS.TRACKING.subjects],
+      retention: RetentionPolicy.Limits,
+      max_age: 0,
+    },
+    {
+      ...common,
+      name: STREAMS.SCANS.name,
+      subjects: [...STREAMS.SCANS.subjects],
+      retention: RetentionPolicy.Limits,
+      max_age: 7 * 24 * 3600 * 1_000_000_000,
+      max_bytes: 8 * 1024 ** 3,
+    },
+    {
+      ...common,
+      name: STREAMS.SCANS_DLQ.name,
+      retention: RetentionPolicy.Limits,
+      max_age: 30 * 24 * 3600 * 1_000_000_000,
+      sources: [{ name: STREAMS.SCANS.name, filter_subject: STREAMS.SCANS_DLQ.sourceFilter }],
+    },
+  ];
+}
+
+export async function ensureStreams(nc: NatsConnection): Promise<JetStreamManager> {
+  const jsm = await jetstreamManager(nc);
+  for (const config of streamConfigs()) {
+    try {
+      await jsm.streams.info(config.name);
+      await jsm.streams.update(config.name, config);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.streams.add(config);
+    }
+  }
+  return jsm;
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof Error && /not found/i.test(err.message);
+}

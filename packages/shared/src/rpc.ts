@@ -1,0 +1,40 @@
+/**
+ * The RPC envelope between the gateway and the services. The gateway is
+ * generic: it authenticates, checks scopes and HTTP rules, then forwards the
+ * request as this envelope on `<service>.<operation>`; the service answers
+ * with an HTTP-shaped reply that the gateway renders as is.
+ */
+import { z } from "zod";
+
+export const Principal = z.object({
+  key_id: z.number().int(),
+  org_id: z.number().int().nullable(),
+  scopes: z.array(z.string()),
+});
+export type Principal = z.infer<typeof Principal>;
+
+export const RpcRequest = z.object({
+  request_id: z.string(),
+  principal: Principal,
+  method: z.string(),
+  /** The route pattern, e.g. `/api/v1/assets/:asset_id`. */
+  route: z.string(),
+  /** The request path as sent: the error envelope's `instance`. */
+  path: z.string(),
+  params: z.record(z.string(), z.string()),
+  /** Every query key with all its values, in order: repeats are "any of". */
+  query: z.record(z.string(), z.array(z.string())),
+  body: z.unknown(),
+});
+export type RpcRequest = z.infer<typeof RpcRequest>;
+
+export const RpcReply = z.object({
+  status: z.number().int().min(100).max(599),
+  headers: z.record(z.string(), z.string()).default({}),
+  body: z.unknown().optional(),
+});
+export type RpcReply = z.infer<typeof RpcReply>;
+
+/** Headers carried on every NATS message. */
+export const HEADER_REQUEST_ID = "X-Request-ID";
+export const HEADER_TRACEPARENT = "traceparent";

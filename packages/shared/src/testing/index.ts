@@ -1,0 +1,118 @@
+/**
+ * Test fixtures: every test file gets its own database (and, where it needs
+ * JetStream to itself, its own nats-server), so files never collide.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { DEFAULT_DATABASE_URL } from "../config.ts";
+import { dropDatabase, ensureDatabase } from "../db.ts";
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh database on the machine's Postgres (DATABASE_URL's server). */
+export async function createTestDatabase(label: string): Promise<TestDatabase> {
+  const base = new URL(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_DATABASE_URL);
+  const name = `t_${label.replace(/[^a-z0-9]/gi, "_").toLowerCase()}_${randomBytes(4).toString("hex")}`.slice(0, 60);
+  base.pathname = `/${name}`;
+  const url = base.toString();
+  await ensureDatabase(url);
+  return { url, drop: () => dropDatabase(url) };
+}
+
+export interface TestNats {
+  url: string;
+  port: number;
+  /** Stops the server (keeping its store), as a crash or restart would. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops it and removes its store. */
+  destroy(): Promise<void>;
+}
+
+const NATS_BIN = process.env.NATS_SERVER_BIN || "nats-server";
+
+/** Starts a private nats-server with JetStream on a free port. */
+export async function startTestNats(extraArgs: string[] = []): Promise<TestNats> {
+  const port = await freePort();
+  const storeDir = await mkdtemp(path.join(tmpdir(), "wa-nats-"));
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn(NATS_BIN, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, ...extraArgs], {
+      stdio: "ignore",
+    });
+    await waitForPort(port, 10_000);
+  };
+  const stop = async () => {
+    const proc = child;
+    child = undefined;
+    if (!proc || proc.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once("exit", () => resolve());
+      proc.kill("SIGTERM");
+    });
+  };
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    start,
+    stop,
+    destroy: async () => {
+      await stop();
+      await rm(storeDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const { connect } = await import("node:net");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Polls until `check` returns a value other than undefined. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, stepMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`, { cause: lastError });
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

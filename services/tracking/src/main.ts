@@ -1,0 +1,11 @@
+/** Tracking process entry: config, connections, signals. */
+import { connectNats, createLogger, onShutdownSignal } from "@whereabouts/shared";
+import { startTracking } from "./app.ts";
+import { loadTrackingConfig } from "./config.ts";
+
+const config = loadTrackingConfig();
+const logger = createLogger("tracking", config.LOG_LEVEL);
+const nc = await connectNats({ url: config.NATS_URL, name: "tracking", logger });
+const service = await startTracking({ nc, logger, databaseUrl: config.databaseUrl });
+logger.info("tracking ready");
+onShutdownSignal(logger, service.stop);
