@@ -10,6 +10,7 @@ export * from "./db.ts";
 export * from "./paths.ts";
 export * from "./validation.ts";
 export * from "./service.ts";
+export * from "./consumer.ts";
 export * from "./contracts/common.ts";
 export * from "./contracts/catalog.ts";
 export * from "./contracts/tracking.ts";

@@ -1,0 +1,167 @@
+/**
+ * Durable pull consumers, run in batches: fetch what is available (up to the
+ * batch size), hand it to the handler, which commits and then acks. A failed
+ * batch is nak'ed with a delay; a message past its delivery limit is the
+ * handler's to dead-letter. Replicas share the durable, so they share the work.
+ *
+ * Read-your-writes: `waitForConsumer` blocks until everything the stream held
+ * when it was called has been acked by the durable (its ack floor), i.e. is
+ * committed in the consumer's database. Consumers used that way are unfiltered
+ * so the ack floor moves over every stream sequence.
+ */
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import { serviceUnavailable } from "./errors.ts";
+import type { Worker } from "./service.ts";
+
+export type { JsMsg };
+
+export interface ConsumerSpec {
+  stream: string;
+  durable: string;
+  /** Omit for catch-up consumers (see above). */
+  filterSubjects?: string[];
+  ackWaitMs: number;
+  maxDeliver: number;
+  batchSize: number;
+}
+
+export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<void> {
+  const config: Partial<ConsumerConfig> = {
+    durable_name: spec.durable,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: spec.ackWaitMs * 1_000_000,
+    max_deliver: spec.maxDeliver,
+    max_ack_pending: Math.max(1000, spec.batchSize * 4),
+    ...(spec.filterSubjects?.length === 1
+      ? { filter_subject: spec.filterSubjects[0] }
+      : spec.filterSubjects?.length
+        ? { filter_subjects: spec.filterSubjects }
+        : {}),
+  };
+  try {
+    await jsm.consumers.info(spec.stream, spec.durable);
+    await jsm.consumers.update(spec.stream, spec.durable, config);
+  } catch (err) {
+    if (!(err instanceof Error) || !/not found/i.test(err.message)) throw err;
+    await jsm.consumers.add(spec.stream, config);
+  }
+}
+
+/**
+ * Handles one batch. It must settle every message it is given (ack after its
+ * commit, or term for poison); throwing instead naks the unsettled ones.
+ */
+export type BatchHandler = (messages: JsMsg[]) => Promise<void>;
+
+export async function runBatchConsumer(options: {
+  nc: NatsConnection;
+  spec: ConsumerSpec;
+  handle: BatchHandler;
+  logger: Logger;
+  /** Delay before a failed batch is redelivered. */
+  retryDelayMs?: number;
+}): Promise<Worker & { processed(): number }> {
+  const { nc, spec, logger } = options;
+  const jsm = await jetstreamManager(nc);
+  await ensureConsumer(jsm, spec);
+  const consumer = await jetstream(nc).consumers.get(spec.stream, spec.durable);
+  const messages = await consumer.consume({ max_messages: spec.batchSize * 2 });
+
+  const buffer: JsMsg[] = [];
+  let wake: (() => void) | undefined;
+  let resume: (() => void) | undefined;
+  let ended = false;
+  let stopping = false;
+  let processed = 0;
+
+  // Reader: moves delivered messages into a bounded buffer.
+  void (async () => {
+    try {
+      for await (const msg of messages) {
+        buffer.push(msg);
+        wake?.();
+        if (buffer.length >= spec.batchSize * 2) await new Promise<void>((r) => (resume = r));
+      }
+    } catch (err) {
+      logger.error({ err, durable: spec.durable }, "consumer stopped");
+    } finally {
+      ended = true;
+      wake?.();
+    }
+  })();
+
+  const loop = (async () => {
+    for (;;) {
+      if (buffer.length === 0) {
+        if (ended || stopping) return;
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        continue;
+      }
+      const batch = buffer.splice(0, spec.batchSize);
+      resume?.();
+      resume = undefined;
+      try {
+        await options.handle(batch);
+        processed += batch.length;
+      } catch (err) {
+        logger.error({ err, durable: spec.durable, size: batch.length }, "batch failed; will be redelivered");
+        for (const msg of batch) msg.nak(options.retryDelayMs ?? 1000);
+      }
+    }
+  })();
+
+  return {
+    processed: () => processed,
+    async stop() {
+      stopping = true;
+      await messages.close();
+      wake?.();
+      resume?.();
+      await loop;
+      // Whatever was buffered but not started goes back to the stream.
+      for (const msg of buffer.splice(0)) msg.nak();
+    },
+  };
+}
+
+/**
+ * Waits until the durable has acked everything the stream held at the call.
+ * Throws 503 service_unavailable after `timeoutMs`.
+ */
+export async function waitForConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  durable: string,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let target: number | undefined;
+  let delay = 2;
+  for (;;) {
+    let info;
+    try {
+      info = await jsm.consumers.info(stream, durable);
+    } catch {
+      info = undefined;
+    }
+    if (info) {
+      target ??= info.delivered.stream_seq + info.num_pending;
+      if (info.ack_floor.stream_seq >= target) return;
+    }
+    if (Date.now() >= deadline) throw serviceUnavailable("The read model is catching up; retry shortly", 1);
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 50);
+  }
+}
