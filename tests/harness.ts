@@ -6,8 +6,12 @@
 import {
   connectNats,
   createLogger,
+  decodeJson,
+  encodeJson,
   ensureStreams,
+  RpcRequest,
   type NatsConnection,
+  type RpcReply,
   type RunningService,
 } from "@whereabouts/shared";
 import { createTestDatabase, startTestNats, type TestDatabase, type TestNats } from "@whereabouts/shared/testing";
@@ -124,4 +128,51 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await db.drop();
     },
   };
+}
+
+export interface FakeService {
+  /** Every request received (ping excluded), in order. */
+  requests: Array<{ operation: string; request: RpcRequest }>;
+  stop(): void;
+}
+
+/**
+ * A stand-in for a domain service on real NATS, for gateway tests: it answers
+ * `<service>.ping` and every `<service>.<operation>` with `answer`'s reply
+ * (by default an echo `{ data: { operation, request } }`); `answer` returning
+ * null never replies (a hung service). Not a mock of NATS: the gateway's
+ * requests really travel through the broker.
+ */
+export function fakeService(
+  nc: NatsConnection,
+  service: ServiceKey,
+  answer: (operation: string, request: RpcRequest) => RpcReply | null | Promise<RpcReply | null> = (operation, request) => ({
+    status: 200,
+    headers: {},
+    body: { data: { operation, request } },
+  }),
+): FakeService {
+  const requests: FakeService["requests"] = [];
+  const sub = nc.subscribe(`${service}.>`, {
+    queue: service,
+    callback: (err, msg) => {
+      if (err) return;
+      const operation = msg.subject.slice(service.length + 1);
+      void (async () => {
+        let reply: RpcReply | null;
+        try {
+          if (operation === "ping") reply = { status: 200, headers: {}, body: { ok: true, service } };
+          else {
+            const request = RpcRequest.parse(decodeJson(msg.data));
+            requests.push({ operation, request });
+            reply = await answer(operation, request);
+          }
+        } catch (err) {
+          reply = { status: 500, headers: {}, body: { fake_service_error: String(err) } };
+        }
+        if (reply && msg.reply) msg.respond(encodeJson(reply));
+      })();
+    },
+  });
+  return { requests, stop: () => sub.unsubscribe() };
 }

@@ -72,8 +72,15 @@ CREATE TABLE IF NOT EXISTS ${quoteIdent(schema)}."_prisma_migrations" (
     "applied_steps_count"   INTEGER NOT NULL DEFAULT 0
 )`;
 
+/** `<dir>/<name>/migration.sql` in name order; a missing folder has none. */
 export async function listMigrations(migrationsDir: string): Promise<Array<{ name: string; sql: string; checksum: string }>> {
-  const entries = await readdir(migrationsDir, { withFileTypes: true });
+  let entries;
+  try {
+    entries = await readdir(migrationsDir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as { code?: string }).code === "ENOENT") return [];
+    throw err;
+  }
   const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
   return Promise.all(
     names.map(async (name) => {
@@ -121,13 +128,15 @@ export async function migrate(options: {
       }
       await client.query("BEGIN");
       try {
+        const startedAt = new Date();
         await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`);
         await client.query(migration.sql);
+        // As `prisma migrate deploy` records it (checksum: SHA-256 of the file, hex).
         await client.query(
           `INSERT INTO ${quoteIdent(schema)}."_prisma_migrations"
-             (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
-           VALUES ($1, $2, now(), $3, now(), 1)`,
-          [randomUUID(), migration.checksum, migration.name],
+             (id, checksum, finished_at, migration_name, logs, rolled_back_at, started_at, applied_steps_count)
+           VALUES ($1, $2, clock_timestamp(), $3, NULL, NULL, $4, 1)`,
+          [randomUUID(), migration.checksum, migration.name, startedAt],
         );
         await client.query("COMMIT");
       } catch (err) {

@@ -13,5 +13,6 @@ export * from "./service.ts";
 export * from "./consumer.ts";
 export * from "./contracts/common.ts";
 export * from "./contracts/catalog.ts";
+export * from "./contracts/catalog-requests.ts";
 export * from "./contracts/tracking.ts";
 export * from "./contracts/reporting.ts";

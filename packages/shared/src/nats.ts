@@ -92,10 +92,12 @@ export function serveRpc(
           return;
         }
         inFlight++;
-        void answer(msg, operation, handler).finally(() => {
-          inFlight--;
-          if (inFlight === 0) idle.splice(0).forEach((resolve) => resolve());
-        });
+        void answer(msg, operation, handler)
+          .catch((err: unknown) => logger.error({ err, operation }, "rpc answer failed"))
+          .finally(() => {
+            inFlight--;
+            if (inFlight === 0) idle.splice(0).forEach((resolve) => resolve());
+          });
       },
     }),
   );
@@ -120,7 +122,20 @@ export function serveRpc(
         body: envelope,
       };
     }
-    if (msg.reply) msg.respond(encodeJson(reply), { headers: messageHeaders(requestId, traceparent) });
+    if (!msg.reply) return;
+    const replyHeaders = messageHeaders(requestId, traceparent);
+    try {
+      msg.respond(encodeJson(reply), { headers: replyHeaders });
+    } catch (err) {
+      // E.g. a reply larger than the broker's max_payload: still answer.
+      log.error({ err }, "rpc reply could not be sent");
+      const envelope = toErrorEnvelope(err, { instance, request_id: requestId });
+      try {
+        msg.respond(encodeJson({ status: envelope.error.status, headers: {}, body: envelope }), { headers: replyHeaders });
+      } catch (again) {
+        log.error({ err: again }, "rpc error reply could not be sent");
+      }
+    }
   }
 
   return {
@@ -132,23 +147,39 @@ export function serveRpc(
   };
 }
 
-/** Calls a service; a timeout or no responder becomes 503 service_unavailable. */
+/**
+ * Calls a service; a timeout or no responder becomes 503 service_unavailable
+ * (with Retry-After), a request too large for the broker 413, and a reply
+ * that is not an RpcReply an internal error.
+ */
 export async function callRpc(
   nc: NatsConnection,
   subject: string,
   request: RpcRequest,
   options: { timeoutMs: number; traceparent?: string },
 ): Promise<RpcReply> {
+  let msg: Msg;
   try {
-    const msg = await nc.request(subject, encodeJson(request), {
+    msg = await nc.request(subject, encodeJson(request), {
       timeout: options.timeoutMs,
       headers: messageHeaders(request.request_id, options.traceparent),
     });
-    return RpcReply.parse(decodeJson(msg.data));
   } catch (err) {
     if (err instanceof AppError) throw err;
+    if (err instanceof Error && /max_payload/i.test(err.message)) {
+      throw new AppError("payload_too_large", "Request is too large to forward", { cause: err });
+    }
     throw serviceUnavailable(`The ${subject.split(".")[0]} service did not answer`, 1);
   }
+  let decoded: unknown;
+  try {
+    decoded = decodeJson(msg.data);
+  } catch (err) {
+    throw new Error(`Reply on ${subject} is not JSON`, { cause: err });
+  }
+  const parsed = RpcReply.safeParse(decoded);
+  if (!parsed.success) throw new Error(`Reply on ${subject} is not an RPC reply`, { cause: parsed.error });
+  return parsed.data;
 }
 
 /** True when the service answers its ping within the timeout. */

@@ -24,7 +24,8 @@ export const RpcRequest = z.object({
   params: z.record(z.string(), z.string()),
   /** Every query key with all its values, in order: repeats are "any of". */
   query: z.record(z.string(), z.array(z.string())),
-  body: z.unknown(),
+  /** Absent on GET, HEAD and DELETE (JSON drops an undefined key). */
+  body: z.unknown().optional(),
 });
 export type RpcRequest = z.infer<typeof RpcRequest>;
 

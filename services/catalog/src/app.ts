@@ -1,19 +1,62 @@
 /** Composition root of the catalog service: wires its dependencies by hand. */
-import { createPool, startService, type Logger, type NatsConnection, type RunningService } from "@whereabouts/shared";
+import { jetstream } from "@nats-io/jetstream";
+import { startService, type Logger, type NatsConnection, type RunningService } from "@whereabouts/shared";
+import { createAssetService } from "./assets/asset-service.ts";
+import { createCatalogClient } from "./db/catalog-db.ts";
+import { createEventPublisher, type PublishFn } from "./events/event-outbox.ts";
+import { assetHandlers } from "./handlers/asset-handlers.ts";
+import { locationHandlers } from "./handlers/location-handlers.ts";
+import { createPositionCatchUp, startPositionConsumer } from "./handlers/position-consumer.ts";
+import { createLocationService } from "./locations/location-service.ts";
+import { createTagService } from "./tags/tag-service.ts";
 
 export interface CatalogDeps {
   nc: NatsConnection;
   logger: Logger;
   databaseUrl: string;
+  /** Sends one catalog event to JetStream; defaults to `js.publish` with `msgID`. */
+  publish?: PublishFn;
+  /** How often the outbox relay looks for unpublished events (default 5 s). */
+  relayIntervalMs?: number;
+  /** Bound on the wait for position events before a read (default 5 s). */
+  catchUpTimeoutMs?: number;
+  poolSize?: number;
+}
+
+export function jetStreamPublisher(nc: NatsConnection): PublishFn {
+  const js = jetstream(nc);
+  return async (subject, payload, msgId) => {
+    await js.publish(subject, payload, { msgID: msgId });
+  };
 }
 
 export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
-  const pool = createPool(deps.databaseUrl);
+  const { nc, logger } = deps;
+  const db = createCatalogClient(deps.databaseUrl, deps.poolSize ?? 10);
+  const events = createEventPublisher({
+    db,
+    publish: deps.publish ?? jetStreamPublisher(nc),
+    logger,
+    relayIntervalMs: deps.relayIntervalMs ?? 5000,
+  });
+  const positions = await createPositionCatchUp(nc, deps.catchUpTimeoutMs ?? 5000);
+  const consumer = await startPositionConsumer({ nc, db, logger });
+  // Whatever a previous run committed but did not publish goes out first.
+  await events.start();
+
+  const assets = createAssetService({ events, db });
+  const locations = createLocationService({ events, db });
+  const tags = createTagService({ events });
+
   return startService({
     name: "catalog",
-    nc: deps.nc,
-    logger: deps.logger,
-    handlers: {},
-    close: [() => pool.end()],
+    nc,
+    logger,
+    handlers: {
+      ...assetHandlers({ assets, tags, positions }),
+      ...locationHandlers({ locations, tags, positions }),
+    },
+    workers: [consumer, { stop: () => events.stop() }],
+    close: [() => db.$disconnect()],
   });
 }

@@ -4,10 +4,13 @@
  * (404/405), scope (403), organization context (403/422), path ids (400);
  * then the body: size (413), media type (415), JSON (400); then forwarding
  * as an RPC envelope to `<service>.<operation>`, whose reply is rendered as is.
+ * `/healthz` and `/readyz` sit outside that pipeline: no key, no rate limit.
  */
-import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import { METHODS } from "node:http";
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from "fastify";
 import {
   AppError,
+  badRequest,
   callRpc,
   forbidden,
   natsConnected,
@@ -16,6 +19,7 @@ import {
   parsePathId,
   pingService,
   rpcSubject,
+  serviceUnavailable,
   SERVICES,
   toErrorEnvelope,
   toWireTimestamp,
@@ -31,7 +35,7 @@ import { allowedMethods, ROUTES, type RouteMethod, type RouteOperation, type Rou
 import type { AuthService } from "./identity/auth-service.ts";
 import type { IdentityStore } from "./identity/identity-store.ts";
 import type { RateLimiter } from "./plugins/rate-limiter.ts";
-import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody } from "./http/http-rules.ts";
+import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, unsupportedMediaType } from "./http/http-rules.ts";
 
 export interface GatewayDeps {
   logger: Logger;
@@ -51,50 +55,88 @@ declare module "fastify" {
   }
 }
 
-const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+/**
+ * Every method Node's HTTP parser accepts (CONNECT is a tunnel, never a
+ * request): registered on each route so that any unsupported one is a 405
+ * with Allow, not a 404.
+ */
+const ROUTE_METHODS = METHODS.filter((m) => m !== "CONNECT");
+const PROBE_ALLOW = "GET, HEAD";
+
+interface RouteConfig {
+  /** Health probes: no key, no rate limit. */
+  probe?: boolean;
+}
 
 export async function buildGateway(deps: GatewayDeps) {
+  let closing = false;
   const app = Fastify({
     loggerInstance: deps.logger,
-    requestIdLogLabel: "request_id",
+    logController: new LogController({
+      requestIdLogLabel: "request_id",
+      disableRequestLogging: (request) => request.url === "/healthz" || request.url === "/readyz",
+    }),
     bodyLimit: BODY_LIMIT_BYTES,
     exposeHeadRoutes: false,
-    return503OnClosing: true,
+    // Requests arriving while closing get the spec's envelope (below), not Fastify's.
+    return503OnClosing: false,
     requestIdHeader: false,
+    // Path ids longer than Fastify's default 100 characters are still ids: 400 too_large, not 414.
+    routerOptions: { maxParamLength: 4096 },
     genReqId: (req) => {
       const sent = req.headers["x-request-id"];
       return typeof sent === "string" && sent !== "" ? sent : newRequestId();
     },
+    // A path that is not valid percent-encoding never reaches a route.
+    frameworkErrors: (err, request, reply) => {
+      reply.header("x-request-id", request.id);
+      guard(request, reply).then(
+        () => sendError(request, reply, badRequest(`The request path is not valid: ${err.message}`)),
+        (guardErr: unknown) => sendError(request, reply, guardErr),
+      );
+    },
   });
+
+  for (const method of ROUTE_METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
+  }
 
   // Bodies are read raw and decoded by the handler, after the checks above.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  // Responses finished while closing end their keep-alive connection, so close() completes.
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
+
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    if (closing) {
+      reply.header("connection", "close");
+      throw serviceUnavailable("The gateway is shutting down; retry on another instance", 1);
+    }
+    if ((request.routeOptions.config as RouteConfig | undefined)?.probe) return;
+    await guard(request, reply);
   });
 
-  const sendError = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
-    const envelope = toErrorEnvelope(err, { instance: pathOf(request), request_id: request.id });
-    if (envelope.error.status >= 500 && !(err instanceof AppError)) request.log.error({ err, request_id: request.id }, "request failed");
-    if (err instanceof AppError) for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
+  function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown) {
+    const mapped = fromFrameworkError(err, request.method);
+    const envelope = toErrorEnvelope(mapped, { instance: pathOf(request), request_id: request.id });
+    if (envelope.error.status >= 500 && !(mapped instanceof AppError)) {
+      request.log.error({ err, request_id: request.id }, "request failed");
+    }
+    if (mapped instanceof AppError) for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value);
     return reply.code(envelope.error.status).header("content-type", "application/json").send(JSON.stringify(envelope));
-  };
+  }
 
-  app.setErrorHandler((err, request, reply) => {
-    const code = (err as { code?: string }).code;
-    if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      return sendError(request, reply, new AppError("payload_too_large", `Request body exceeds ${BODY_LIMIT_BYTES} bytes`));
-    }
-    if (code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") {
-      return sendError(request, reply, new AppError("bad_request", "Content-Length does not match the body"));
-    }
-    return sendError(request, reply, err);
-  });
+  app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
 
-  /* Authentication and rate limit: every /api/v1 request, before routing. */
-  const guard = async (request: FastifyRequest, reply: FastifyReply) => {
+  /* Authentication, then the rate limit: every request but the probes, before routing. */
+  async function guard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     let bucket = `ip:${request.ip}`;
     let limit = deps.rateLimit.max;
     let authError: unknown;
@@ -111,48 +153,71 @@ export async function buildGateway(deps: GatewayDeps) {
     reply.header("ratelimit-limit", String(rl.limit));
     reply.header("ratelimit-remaining", String(rl.remaining));
     reply.header("ratelimit-reset", String(resetSeconds));
-    if (authError) throw authError;
+    if (authError) {
+      if (authError instanceof AppError && authError.type === "unauthorized") reply.header("www-authenticate", "Bearer");
+      throw authError;
+    }
     if (!rl.allowed) {
       reply.header("retry-after", String(resetSeconds));
       throw new AppError("rate_limited", `Rate limit of ${rl.limit} requests per window exceeded`);
     }
+  }
+
+  const probeMethods = (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method === "GET" || request.method === "HEAD") return;
+    reply.header("allow", PROBE_ALLOW);
+    throw new AppError("method_not_allowed", `Allowed methods: ${PROBE_ALLOW}`);
   };
 
-  app.get("/healthz", async () => ({ status: "ok" }));
-  app.get("/readyz", async (request, reply) => {
-    const nats = natsConnected(deps.nc);
-    const services = await Promise.all(SERVICES.map((s) => pingService(deps.nc, s, deps.readyTimeoutMs)));
-    const checks = { nats, ...Object.fromEntries(SERVICES.map((s, i) => [s, services[i]])) };
-    if (nats && services.every(Boolean)) return { status: "ready", checks };
-    const down = Object.entries(checks).filter(([, ok]) => !ok).map(([name]) => name);
-    reply.header("retry-after", "1");
-    return sendError(request, reply, new AppError("service_unavailable", `Not ready: ${down.join(", ")}`));
+  app.route({
+    method: ROUTE_METHODS,
+    url: "/healthz",
+    config: { probe: true } satisfies RouteConfig,
+    handler: async (request, reply) => {
+      probeMethods(request, reply);
+      return reply.header("content-type", "application/json").send(JSON.stringify({ status: "ok" }));
+    },
+  });
+
+  app.route({
+    method: ROUTE_METHODS,
+    url: "/readyz",
+    config: { probe: true } satisfies RouteConfig,
+    handler: async (request, reply) => {
+      probeMethods(request, reply);
+      const nats = natsConnected(deps.nc);
+      const services = nats
+        ? await Promise.all(SERVICES.map((s) => pingService(deps.nc, s, deps.readyTimeoutMs)))
+        : SERVICES.map(() => false);
+      const checks: Record<string, boolean> = { nats, ...Object.fromEntries(SERVICES.map((s, i) => [s, services[i]!])) };
+      if (nats && services.every(Boolean)) {
+        return reply.header("content-type", "application/json").send(JSON.stringify({ status: "ready", checks }));
+      }
+      const down = Object.entries(checks).filter(([, ok]) => !ok).map(([name]) => name);
+      throw serviceUnavailable(`Not ready: ${down.join(", ")} not answering`, 1);
+    },
   });
 
   for (const route of ROUTES) {
     app.route({
-      method: [...ALL_METHODS],
+      method: ROUTE_METHODS,
       url: route.path,
       onRequest: async (request, reply) => {
-        await guard(request, reply);
         request.operation = resolveOperation(route, request, reply);
       },
       handler: async (request, reply) => forward(route, request, reply),
     });
   }
 
-  app.setNotFoundHandler(
-    { preHandler: guard },
-    async (request) => {
-      throw notFound(`No resource at ${pathOf(request)}`);
-    },
-  );
+  app.setNotFoundHandler(async (request) => {
+    throw notFound(`No resource at ${pathOf(request)}`);
+  });
 
   function resolveOperation(route: RouteSpec, request: FastifyRequest, reply: FastifyReply): RouteOperation {
     const method = (request.method === "HEAD" ? "GET" : request.method) as RouteMethod;
-    const operation = route.methods[method];
-    const allow = allowedMethods(route).join(", ");
+    const operation = Object.hasOwn(route.methods, method) ? route.methods[method] : undefined;
     if (!operation) {
+      const allow = allowedMethods(route).join(", ");
       reply.header("allow", allow);
       throw new AppError("method_not_allowed", `Allowed methods: ${allow}`);
     }
@@ -210,12 +275,7 @@ export async function buildGateway(deps: GatewayDeps) {
     reply.code(result.status);
     if (result.body === undefined || result.status === 204) return reply.send();
     const payload = JSON.stringify(fixRequestId(result.body, request.id));
-    reply.header("content-type", "application/json");
-    if (request.method === "HEAD") {
-      reply.header("content-length", String(Buffer.byteLength(payload)));
-      return reply.send();
-    }
-    return reply.send(payload);
+    return reply.header("content-type", "application/json").send(payload);
   }
 
   async function orgsMe(principal: Principal): Promise<RpcReply> {
@@ -227,6 +287,22 @@ export async function buildGateway(deps: GatewayDeps) {
   return app;
 }
 
+/**
+ * Fastify's own errors (body limit, unparsable Content-Type, bad lengths) as
+ * the spec's error types; anything else unknown stays an internal error.
+ */
+function fromFrameworkError(err: unknown, method: string): unknown {
+  if (err instanceof AppError || !(err instanceof Error)) return err;
+  const { code, statusCode } = err as { code?: string; statusCode?: number };
+  if (code === "FST_ERR_CTP_BODY_TOO_LARGE" || statusCode === 413) {
+    return new AppError("payload_too_large", `Request body exceeds ${BODY_LIMIT_BYTES} bytes`);
+  }
+  if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" || statusCode === 415) return unsupportedMediaType(method);
+  if (code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") return badRequest("Content-Length does not match the body");
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) return badRequest(err.message);
+  return err;
+}
+
 function pathOf(request: FastifyRequest): string {
   const index = request.url.indexOf("?");
   return index === -1 ? request.url : request.url.slice(0, index);
@@ -235,12 +311,16 @@ function pathOf(request: FastifyRequest): string {
 /** Every query key with all its values; repeats are kept, commas are not split. */
 function queryOf(request: FastifyRequest): Record<string, string[]> {
   const index = request.url.indexOf("?");
-  const out: Record<string, string[]> = {};
-  if (index === -1) return out;
-  for (const [key, value] of new URLSearchParams(request.url.slice(index + 1))) {
-    (out[key] ??= []).push(value);
+  const out = new Map<string, string[]>();
+  if (index !== -1) {
+    for (const [key, value] of new URLSearchParams(request.url.slice(index + 1))) {
+      const values = out.get(key);
+      if (values) values.push(value);
+      else out.set(key, [value]);
+    }
   }
-  return out;
+  // fromEntries defines own properties: a `__proto__` key stays a plain key.
+  return Object.fromEntries(out);
 }
 
 /** A service's error envelope carries the gateway's request id. */
@@ -251,6 +331,5 @@ function fixRequestId(body: unknown, requestId: string): unknown {
   }
   return body;
 }
-
 
 export type Gateway = Awaited<ReturnType<typeof buildGateway>>;

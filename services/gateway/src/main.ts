@@ -13,7 +13,9 @@ const db = createIdentityClient(config.identityDatabaseUrl);
 const identity = createIdentityStore(db);
 const nc = await connectNats({ url: config.NATS_URL, name: "gateway", logger });
 const rateLimiter = config.REDIS_URL
-  ? createRedisRateLimiter(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), config.RATE_LIMIT_WINDOW_MS)
+  ? createRedisRateLimiter(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), config.RATE_LIMIT_WINDOW_MS, {
+      onError: (err) => logger.warn({ err }, "rate limit store unavailable; counting in process"),
+    })
   : createMemoryRateLimiter(config.RATE_LIMIT_WINDOW_MS);
 
 const app = await buildGateway({

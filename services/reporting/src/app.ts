@@ -1,19 +1,38 @@
 /** Composition root of the reporting service: wires its dependencies by hand. */
-import { createPool, startService, type Logger, type NatsConnection, type RunningService } from "@whereabouts/shared";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { startService, type Logger, type NatsConnection, type RunningService } from "@whereabouts/shared";
+import { reportHandlers } from "./handlers/report-handler.ts";
+import { REPORTING_CONSUMERS, startStreamConsumers } from "./handlers/stream-consumers.ts";
+import { createReportService } from "./report/report-service.ts";
+import { createReportStore } from "./report/report-store.ts";
+import { createReportingDb } from "./reporting-db.ts";
 
 export interface ReportingDeps {
   nc: NatsConnection;
   logger: Logger;
   databaseUrl: string;
+  /** Read-your-writes bound: longest wait for the consumers before 503 (default 2000 ms). */
+  catchUpTimeoutMs?: number;
+  dbPoolMax?: number;
 }
 
 export async function startReporting(deps: ReportingDeps): Promise<RunningService> {
-  const pool = createPool(deps.databaseUrl);
+  const db = createReportingDb(deps.databaseUrl, deps.dbPoolMax ?? 10);
+  const jsm = await jetstreamManager(deps.nc);
+  const workers = await startStreamConsumers(deps.nc, db, deps.logger);
+  const service = createReportService({
+    db,
+    store: createReportStore(),
+    jsm,
+    consumers: Object.values(REPORTING_CONSUMERS),
+    catchUpTimeoutMs: deps.catchUpTimeoutMs ?? 2000,
+  });
   return startService({
     name: "reporting",
     nc: deps.nc,
     logger: deps.logger,
-    handlers: {},
-    close: [() => pool.end()],
+    handlers: reportHandlers(service),
+    workers,
+    close: [() => db.$disconnect()],
   });
 }

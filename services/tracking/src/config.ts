@@ -1,10 +1,29 @@
+/** Tracking's configuration: one zod schema, parsed once at boot. */
+import { z } from "zod";
 import { BaseServiceEnv, parseConfig, serviceDatabaseUrl } from "@whereabouts/shared";
+import type { TrackingOptions } from "./app.ts";
 
-export const TrackingEnv = BaseServiceEnv;
+export const TrackingEnv = BaseServiceEnv.extend({
+  /** Scan messages per batch (one transaction each). */
+  TRACKING_SCAN_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
+  /** How long a fetched scan may stay unacked before JetStream redelivers it. */
+  TRACKING_SCAN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(30_000),
+  TRACKING_CATALOG_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(256),
+  /** Bound on the catalog catch-up before a batch or a history read (then 503 / retry). */
+  TRACKING_CATCH_UP_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
+  TRACKING_DB_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(10),
+});
 
 export type TrackingConfig = ReturnType<typeof loadTrackingConfig>;
 
 export function loadTrackingConfig(env: Record<string, string | undefined> = process.env) {
   const parsed = parseConfig(TrackingEnv, env);
-  return { ...parsed, databaseUrl: serviceDatabaseUrl("tracking", env) };
+  const options: TrackingOptions = {
+    scanBatchSize: parsed.TRACKING_SCAN_BATCH_SIZE,
+    scanAckWaitMs: parsed.TRACKING_SCAN_ACK_WAIT_MS,
+    catalogBatchSize: parsed.TRACKING_CATALOG_BATCH_SIZE,
+    catchUpTimeoutMs: parsed.TRACKING_CATCH_UP_TIMEOUT_MS,
+    dbPoolSize: parsed.TRACKING_DB_POOL_SIZE,
+  };
+  return { ...parsed, databaseUrl: serviceDatabaseUrl("tracking", env), options };
 }

@@ -3,7 +3,7 @@
  * JetStream to itself, its own nats-server), so files never collide.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -49,14 +49,19 @@ export interface TestNats {
 }
 
 const NATS_BIN = process.env.NATS_SERVER_BIN || "nats-server";
+/** Bytes; a 1 MiB HTTP body plus its RPC envelope must fit. */
+export const NATS_MAX_PAYLOAD = 8 * 1024 * 1024;
 
 /** Starts a private nats-server with JetStream on a free port. */
 export async function startTestNats(extraArgs: string[] = []): Promise<TestNats> {
   const port = await freePort();
   const storeDir = await mkdtemp(path.join(tmpdir(), "wa-nats-"));
+  // Room for a 1 MiB request body inside its RPC envelope (the default is 1 MB).
+  const configFile = path.join(storeDir, "nats.conf");
+  await writeFile(configFile, `max_payload: ${NATS_MAX_PAYLOAD}\n`);
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(NATS_BIN, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, ...extraArgs], {
+    child = spawn(NATS_BIN, ["-c", configFile, "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir, ...extraArgs], {
       stdio: "ignore",
     });
     await waitForPort(port, 10_000);

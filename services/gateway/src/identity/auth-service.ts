@@ -17,11 +17,9 @@ export function createAuthService(store: Pick<IdentityStore, "findApiKeyByHash" 
   return {
     async authenticate(header: string | undefined): Promise<AuthenticatedKey> {
       if (header === undefined || header.trim() === "") throw unauthorized("Missing Authorization header");
-      const match = /^(\S+)\s+(.*)$/.exec(header.trim());
-      if (!match || match[1]!.toLowerCase() !== "bearer") {
-        throw unauthorized("Authorization scheme must be Bearer");
-      }
-      const key = match[2]!.trim();
+      const [scheme = "", ...rest] = header.trim().split(/\s+/);
+      if (scheme.toLowerCase() !== "bearer") throw unauthorized("Authorization scheme must be Bearer");
+      const key = rest.join(" ");
       if (!isWellFormedApiKey(key)) throw unauthorized("Malformed API key");
       const hash = hashApiKey(key);
       const row = await store.findApiKeyByHash(hash);

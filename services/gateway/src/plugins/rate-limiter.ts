@@ -40,15 +40,36 @@ export function createMemoryRateLimiter(windowMs: number, now = () => Date.now()
   };
 }
 
-export function createRedisRateLimiter(redis: Redis, windowMs: number, now = () => Date.now()): RateLimiter {
+export interface RedisRateLimiterOptions {
+  /** Namespace of the counters, so several deployments can share one Redis. */
+  prefix?: string;
+  now?: () => number;
+  /** Told when Redis starts failing; the hit is then counted in process (fail open). */
+  onError?: (err: unknown) => void;
+}
+
+export function createRedisRateLimiter(redis: Redis, windowMs: number, options: RedisRateLimiterOptions = {}): RateLimiter {
+  const now = options.now ?? (() => Date.now());
+  const prefix = options.prefix ?? "whereabouts:rl";
+  // Redis down must not take the API down with it: count locally meanwhile.
+  const fallback = createMemoryRateLimiter(windowMs, now);
+  let failing = false;
   return {
     async hit(bucket, limit) {
       const t = now();
       const window = Math.floor(t / windowMs);
-      const key = `whereabouts:rl:${bucket}:${window}`;
-      const replies = await redis.multi().incr(key).pexpire(key, windowMs + 1000).exec();
-      const count = Number(replies?.[0]?.[1] ?? 1);
-      return result(count, limit, (window + 1) * windowMs - t);
+      const key = `${prefix}:${bucket}:${window}`;
+      try {
+        const replies = await redis.multi().incr(key).pexpire(key, windowMs + 1000).exec();
+        const [err, count] = replies?.[0] ?? [new Error("empty MULTI reply"), undefined];
+        if (err) throw err;
+        failing = false;
+        return result(Number(count), limit, (window + 1) * windowMs - t);
+      } catch (err) {
+        if (!failing) options.onError?.(err);
+        failing = true;
+        return fallback.hit(bucket, limit);
+      }
     },
     async close() {
       redis.disconnect();

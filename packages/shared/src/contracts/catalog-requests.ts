@@ -1,0 +1,364 @@
+/**
+ * Catalog request bodies (assets, locations, tags, rename) and the value rules
+ * behind them: external keys, RFC 3339 validity timestamps, metadata objects
+ * and tag values. The catalog service parses with these, and the OpenAPI
+ * document is generated from them.
+ */
+import { z } from "zod";
+import { TAG_TYPES } from "./common.ts";
+
+/* ------------------------------------------------------------ external keys */
+
+export const EXTERNAL_KEY_MAX = 255;
+export const EXTERNAL_KEY_PATTERN = /^[A-Za-z0-9-]+$/;
+
+export interface ValueProblem {
+  code: "too_short" | "too_long" | "invalid_value";
+  message: string;
+  params?: Record<string, unknown>;
+}
+
+/** The external_key value rules; `field` names the key, body field or filter. */
+export function externalKeyProblem(field: string, value: string): ValueProblem | undefined {
+  if (value.trim() === "") {
+    return { code: "too_short", message: `${field} must not be empty or whitespace`, params: { min_length: 1 } };
+  }
+  if (value.length > EXTERNAL_KEY_MAX) {
+    return {
+      code: "too_long",
+      message: `${field} must be at most ${EXTERNAL_KEY_MAX} characters`,
+      params: { max_length: EXTERNAL_KEY_MAX },
+    };
+  }
+  if (!EXTERNAL_KEY_PATTERN.test(value)) {
+    return {
+      code: "invalid_value",
+      message: `${field} may contain only ASCII letters, digits and hyphens`,
+      params: { pattern: EXTERNAL_KEY_PATTERN.source },
+    };
+  }
+  return undefined;
+}
+
+type Ctx = z.core.$RefinementCtx<string>;
+
+function addProblem(ctx: Ctx, problem: ValueProblem): void {
+  if (problem.code === "too_short") {
+    ctx.addIssue({ code: "too_small", origin: "string", minimum: 1, inclusive: true, message: problem.message });
+  } else if (problem.code === "too_long") {
+    ctx.addIssue({ code: "too_big", origin: "string", maximum: EXTERNAL_KEY_MAX, inclusive: true, message: problem.message });
+  } else {
+    ctx.addIssue({ code: "custom", message: problem.message });
+  }
+}
+
+export const externalKey = (field: string) =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      const problem = externalKeyProblem(field, value);
+      if (problem) addProblem(ctx, problem);
+    })
+    .meta({ minLength: 1, maxLength: EXTERNAL_KEY_MAX, pattern: EXTERNAL_KEY_PATTERN.source });
+
+/* --------------------------------------------------------------- timestamps */
+
+/** RFC 3339 date-time: full date, `T`, full time, any fraction, Z or ±hh:mm. */
+const RFC3339_PARTS = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/** An instant: whole seconds since the epoch plus nanoseconds (0..999999999). */
+export interface InstantNs {
+  seconds: number;
+  nanos: number;
+}
+
+const daysInMonth = (y: number, m: number) =>
+  m === 2 ? (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(m) ? 30 : 31;
+
+/** Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm). */
+function daysFromCivil(y: number, m: number, d: number): number {
+  const yy = m <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146097 + doe - 719468;
+}
+
+function civilFromDays(z0: number): [number, number, number] {
+  const zz = z0 + 719468;
+  const era = Math.floor(zz / 146097);
+  const doe = zz - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const m = mp + (mp < 10 ? 3 : -9);
+  return [yoe + era * 400 + (m <= 2 ? 1 : 0), m, d];
+}
+
+/** Parses RFC 3339 text into an instant, or undefined when it is not one. */
+export function parseInstant(text: string): InstantNs | undefined {
+  const m = RFC3339_PARTS.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i]));
+  if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth(year!, month!)) return undefined;
+  if (hour! > 23 || minute! > 59 || second! > 59) return undefined;
+  let offset = 0;
+  if (!m[8]) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return undefined;
+    offset = (m[9] === "-" ? -1 : 1) * (oh * 3600 + om * 60);
+  }
+  const nanos = Number((m[7] ?? "").slice(0, 9).padEnd(9, "0"));
+  const seconds = daysFromCivil(year!, month!, day!) * 86400 + hour! * 3600 + minute! * 60 + second! - offset;
+  return { seconds, nanos };
+}
+
+export const sameInstant = (a: InstantNs, b: InstantNs) => a.seconds === b.seconds && a.nanos === b.nanos;
+
+const MIN_SECONDS = daysFromCivil(1, 1, 1) * 86400;
+const MAX_SECONDS = daysFromCivil(10000, 1, 1) * 86400 - 1;
+
+/**
+ * The instant as UTC text with six fractional digits (truncated toward zero),
+ * the form stored in timestamptz(6); undefined outside years 0001..9999.
+ */
+export function toMicrosText(instant: InstantNs): string | undefined {
+  if (instant.seconds < MIN_SECONDS || instant.seconds > MAX_SECONDS) return undefined;
+  const days = Math.floor(instant.seconds / 86400);
+  const rest = instant.seconds - days * 86400;
+  const [y, mo, d] = civilFromDays(days);
+  const pad = (n: number, w = 2) => String(n).padStart(w, "0");
+  const time = `${pad(Math.floor(rest / 3600))}:${pad(Math.floor((rest % 3600) / 60))}:${pad(rest % 60)}`;
+  return `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${time}.${pad(Math.floor(instant.nanos / 1000), 6)}Z`;
+}
+
+/** The default-value sentinels the spec rejects: 0001-01-01T00:00:00Z and the Unix epoch. */
+export const SENTINEL_INSTANTS: InstantNs[] = [
+  { seconds: MIN_SECONDS, nanos: 0 },
+  { seconds: 0, nanos: 0 },
+];
+
+export const rfc3339Message = (field: string) => `${field} must be an RFC 3339 timestamp`;
+
+/**
+ * valid_from / valid_to: RFC 3339 with any offset (converted to UTC), beyond
+ * microseconds truncated, sentinels rejected (JSON null is the unset signal).
+ */
+export const validityTimestamp = (field: string) =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      const instant = parseInstant(value);
+      if (!instant || !toMicrosText(instant)) {
+        ctx.addIssue({ code: "custom", message: rfc3339Message(field) });
+        return;
+      }
+      if (SENTINEL_INSTANTS.some((s) => sameInstant(s, instant))) {
+        const unset =
+          field === "valid_to"
+            ? "send JSON null to unset it (no expiry)"
+            : "JSON null is the unset signal, and valid_from cannot be unset: omit it to keep the default";
+        ctx.addIssue({
+          code: "custom",
+          message: `${field} must not be a default-value sentinel (0001-01-01T00:00:00Z or 1970-01-01T00:00:00Z); ${unset}`,
+        });
+      }
+    })
+    .meta({ format: "date-time", example: "2026-11-20T10:15:00.250Z" });
+
+/** A read-only instant echoed in a PATCH body: compared by instant. */
+export const echoedTimestamp = (field: string) =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      if (!parseInstant(value)) ctx.addIssue({ code: "custom", message: rfc3339Message(field) });
+    })
+    .meta({ format: "date-time", description: `Read-only: accepted when it equals the current ${field}` });
+
+/* ----------------------------------------------------------------- text */
+
+const noNul = (field: string) => (value: string, ctx: Ctx) => {
+  if (value.includes("\u0000")) ctx.addIssue({ code: "custom", message: `${field} must not contain NUL characters` });
+};
+
+export const nameField = (field = "name") =>
+  z.string().min(1, { error: `${field} must not be empty` }).superRefine(noNul(field));
+
+export const descriptionField = () =>
+  z.string().min(1, { error: "description must not be empty (send null to clear it)" }).superRefine(noNul("description"));
+
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value && typeof value === "object") {
+    return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
+  }
+  return false;
+}
+
+/** metadata: a JSON object (a scalar, array, boolean or null is invalid_value). */
+export const metadataField = () =>
+  z
+    .unknown()
+    .superRefine((value, ctx) => {
+      if (value === null) ctx.addIssue({ code: "custom", message: "metadata must be a JSON object; null is not allowed (send {} to clear it)" });
+      else if (typeof value !== "object" || Array.isArray(value)) ctx.addIssue({ code: "custom", message: "metadata must be a JSON object" });
+      else if (hasNul(value)) ctx.addIssue({ code: "custom", message: "metadata must not contain NUL characters" });
+    })
+    .meta({ type: "object", additionalProperties: true, description: "Arbitrary JSON object; replaced whole on PATCH" });
+
+/* ----------------------------------------------------------------- tags */
+
+export const TAG_VALUE_MAX = 255;
+/** C0 controls other than tab (9), newline (10) and carriage return (13), and DEL (127). */
+const forbiddenTagChar = (value: string) =>
+  [...value].some((c) => {
+    const code = c.codePointAt(0)!;
+    return (code < 32 && code !== 9 && code !== 10 && code !== 13) || code === 127;
+  });
+
+export const tagValueField = () =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      const length = [...value].length;
+      if (length < 1) {
+        ctx.addIssue({ code: "too_small", origin: "string", minimum: 1, inclusive: true, message: "value must not be empty" });
+      } else if (length > TAG_VALUE_MAX) {
+        ctx.addIssue({
+          code: "too_big",
+          origin: "string",
+          maximum: TAG_VALUE_MAX,
+          inclusive: true,
+          message: `value must be at most ${TAG_VALUE_MAX} characters`,
+        });
+      } else if (forbiddenTagChar(value)) {
+        ctx.addIssue({ code: "custom", message: "value must not contain control characters other than tab, newline and carriage return" });
+      }
+    })
+    .meta({ minLength: 1, maxLength: TAG_VALUE_MAX });
+
+export const tagTypeField = () =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      if (!(TAG_TYPES as readonly string[]).includes(value)) {
+        ctx.addIssue({
+          code: "invalid_value",
+          values: [...TAG_TYPES],
+          message: `tag_type must be one of ${TAG_TYPES.join(", ")}`,
+        });
+      }
+    })
+    .meta({ enum: [...TAG_TYPES], description: "Open enumeration: rfid, ble, barcode today" });
+
+export const TagRequest = z
+  .object({
+    tag_type: tagTypeField(),
+    value: tagValueField(),
+    is_active: z.boolean().optional(),
+    valid_from: validityTimestamp("valid_from").optional(),
+    valid_to: validityTimestamp("valid_to").nullable().optional(),
+  })
+  .strict()
+  .meta({ id: "TagRequest" });
+export type TagRequest = z.infer<typeof TagRequest>;
+
+/* ---------------------------------------------------------------- assets */
+
+const readOnlyEchoes = {
+  id: z.number().optional().meta({ description: "Read-only: accepted when it equals the current id" }),
+  external_key: externalKey("external_key")
+    .optional()
+    .meta({ description: "Read-only on PATCH (use POST .../rename): accepted when it equals the current key" }),
+  created_at: echoedTimestamp("created_at").optional(),
+  updated_at: echoedTimestamp("updated_at").optional(),
+  deleted_at: echoedTimestamp("deleted_at").nullable().optional(),
+  tags: z
+    .array(z.record(z.string(), z.unknown()))
+    .optional()
+    .meta({ description: "Read-only (use the tags subresource): accepted when it equals the current tags" }),
+};
+
+export const AssetCreateRequest = z
+  .object({
+    external_key: externalKey("external_key").optional().meta({ description: "Minted as ASSET-NNNN when absent" }),
+    name: nameField(),
+    description: descriptionField().nullable().optional(),
+    is_active: z.boolean().optional(),
+    metadata: metadataField().optional(),
+    valid_from: validityTimestamp("valid_from").optional(),
+    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    tags: z.array(TagRequest).optional(),
+  })
+  .strict()
+  .meta({ id: "AssetCreateRequest" });
+export type AssetCreateRequest = z.infer<typeof AssetCreateRequest>;
+
+export const AssetPatchRequest = z
+  .object({
+    name: nameField().optional(),
+    description: descriptionField().nullable().optional(),
+    is_active: z.boolean().optional(),
+    metadata: metadataField().optional(),
+    valid_from: validityTimestamp("valid_from").optional(),
+    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...readOnlyEchoes,
+    location_id: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .meta({ description: "Read-only (scan data): accepted when it equals the current location_id" }),
+    location_external_key: externalKey("location_external_key")
+      .nullable()
+      .optional()
+      .meta({ description: "Read-only (scan data): accepted when it equals the current location_external_key" }),
+  })
+  .strict()
+  .meta({ id: "AssetPatchRequest" });
+export type AssetPatchRequest = z.infer<typeof AssetPatchRequest>;
+
+/* ------------------------------------------------------------- locations */
+
+export const LocationCreateRequest = z
+  .object({
+    external_key: externalKey("external_key").optional().meta({ description: "Minted as LOC-NNNN when absent" }),
+    name: nameField(),
+    description: descriptionField().nullable().optional(),
+    is_active: z.boolean().optional(),
+    parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
+    parent_external_key: externalKey("parent_external_key").nullable().optional(),
+    valid_from: validityTimestamp("valid_from").optional(),
+    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    tags: z.array(TagRequest).optional(),
+  })
+  .strict()
+  .meta({ id: "LocationCreateRequest" });
+export type LocationCreateRequest = z.infer<typeof LocationCreateRequest>;
+
+export const LocationPatchRequest = z
+  .object({
+    name: nameField().optional(),
+    description: descriptionField().nullable().optional(),
+    is_active: z.boolean().optional(),
+    parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
+    parent_external_key: externalKey("parent_external_key").nullable().optional(),
+    valid_from: validityTimestamp("valid_from").optional(),
+    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...readOnlyEchoes,
+  })
+  .strict()
+  .meta({ id: "LocationPatchRequest" });
+export type LocationPatchRequest = z.infer<typeof LocationPatchRequest>;
+
+/* ---------------------------------------------------------------- rename */
+
+export const RenameRequest = z
+  .object({ external_key: externalKey("external_key") })
+  .strict()
+  .meta({ id: "RenameRequest" });
+export type RenameRequest = z.infer<typeof RenameRequest>;

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { AppError, ERROR_TYPES, errorBody, serviceUnavailable, toErrorEnvelope, ValidationError, validationDetail } from "./errors.ts";
+
+describe("error types", () => {
+  it("have the spec's titles and statuses (and DECISIONS.md's 413 and 503)", () => {
+    expect(Object.fromEntries(Object.entries(ERROR_TYPES).map(([type, { status, title }]) => [type, [status, title]]))).toEqual({
+      validation_error: [400, "Validation failed"],
+      bad_request: [400, "Bad request"],
+      unauthorized: [401, "Unauthorized"],
+      forbidden: [403, "Forbidden"],
+      not_found: [404, "Not found"],
+      method_not_allowed: [405, "Method not allowed"],
+      conflict: [409, "Conflict"],
+      payload_too_large: [413, "Payload too large"],
+      unsupported_media_type: [415, "Unsupported media type"],
+      missing_org_context: [422, "Missing org context"],
+      rate_limited: [429, "Rate limited"],
+      internal_error: [500, "Internal server error"],
+      service_unavailable: [503, "Service unavailable"],
+    });
+  });
+
+  it("the envelope carries fields only on validation_error", () => {
+    const ctx = { instance: "/api/v1/assets", request_id: "r1" };
+    expect(errorBody("not_found", "gone", ctx)).toEqual({
+      error: { type: "not_found", title: "Not found", status: 404, detail: "gone", instance: "/api/v1/assets", request_id: "r1" },
+    });
+    const fields = [{ field: "name", code: "required" as const, message: "name is required" }];
+    expect(toErrorEnvelope(new ValidationError(fields), ctx).error).toMatchObject({ type: "validation_error", status: 400, fields });
+  });
+
+  it("detail repeats the first message and counts the rest", () => {
+    const f = (message: string) => ({ field: "x", code: "invalid_value" as const, message });
+    expect(validationDetail([f("a")])).toBe("a");
+    expect(validationDetail([f("a"), f("b")])).toBe("a (and 1 more validation error)");
+    expect(validationDetail([f("a"), f("b"), f("c")])).toBe("a (and 2 more validation errors)");
+  });
+
+  it("unknown errors become internal_error with their text hidden", () => {
+    const envelope = toErrorEnvelope(new Error("password=secret"), { instance: "/x", request_id: "r" });
+    expect(envelope.error).toMatchObject({ type: "internal_error", status: 500, detail: "An unexpected error occurred" });
+    expect(JSON.stringify(envelope)).not.toContain("secret");
+  });
+
+  it("503 carries Retry-After", () => {
+    const err = serviceUnavailable("down", 2);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.status).toBe(503);
+    expect(err.headers).toEqual({ "retry-after": "2" });
+  });
+});

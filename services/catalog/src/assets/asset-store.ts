@@ -1,0 +1,245 @@
+/** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
+import type { AssetPositionEvent, AssetView, SortKey } from "@whereabouts/shared";
+import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, visibleTag, wireTs } from "../db/sql-fragments.ts";
+import { orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
+
+/** An asset row `a` with its location `l` joined at read time (any state: the pair invariant). */
+const FROM = `catalog.assets a LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id`;
+
+const VIEW = `json_build_object(
+  'id', a.id,
+  'external_key', a.external_key,
+  'name', a.name,
+  'description', a.description,
+  'is_active', a.is_active,
+  'metadata', a.metadata,
+  'valid_from', ${wireTs("a.valid_from")},
+  'valid_to', ${wireTs("a.valid_to")},
+  'location_id', l.id,
+  'location_external_key', l.external_key,
+  'created_at', ${wireTs("a.created_at")},
+  'updated_at', ${wireTs("a.updated_at")},
+  'deleted_at', ${wireTs("a.deleted_at")},
+  'tags', ${embeddedTags("asset", "a")})`;
+
+export interface AssetState {
+  view: AssetView;
+  version: number;
+  /** Validity bounds as stored, to the microsecond. */
+  valid_from_us: string;
+  valid_to_us: string | null;
+}
+
+/** A live asset by id (no effectiveness predicate: visibility rule 3). */
+export async function findAsset(db: Db, orgId: number, id: number): Promise<AssetView | undefined> {
+  const row = await queryOne<{ view: AssetView }>(
+    db,
+    `SELECT ${VIEW} AS view FROM ${FROM} WHERE a.org_id = $1 AND a.id = $2 AND a.deleted_at IS NULL`,
+    [orgId, id],
+  );
+  return row?.view;
+}
+
+/** Locks a live asset for a change and returns its current state. */
+export async function lockAsset(db: Db, orgId: number, id: number, mode: "UPDATE" | "SHARE" = "UPDATE") {
+  return queryOne<AssetState>(
+    db,
+    `SELECT ${VIEW} AS view, a.version, ${microsTs("a.valid_from")} AS valid_from_us, ${microsTs("a.valid_to")} AS valid_to_us
+       FROM ${FROM} WHERE a.org_id = $1 AND a.id = $2 AND a.deleted_at IS NULL FOR ${mode} OF a`,
+    [orgId, id],
+  );
+}
+
+/** Any asset by id, deleted or not, with its version (for events). */
+export async function loadAsset(db: Db, orgId: number, id: number) {
+  const row = await queryOne<{ view: AssetView; version: number }>(
+    db,
+    `SELECT ${VIEW} AS view, a.version FROM ${FROM} WHERE a.org_id = $1 AND a.id = $2`,
+    [orgId, id],
+  );
+  return row!;
+}
+
+export interface NewAsset {
+  externalKey: string;
+  name: string;
+  description: string | null;
+  isActive: boolean;
+  metadata: Record<string, unknown>;
+  validFrom: string | undefined;
+  validTo: string | null;
+}
+
+export async function insertAsset(db: Db, orgId: number, input: NewAsset): Promise<number> {
+  const row = await queryOne<{ id: number }>(
+    db,
+    `INSERT INTO catalog.assets
+       (org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS})
+     RETURNING id`,
+    [
+      orgId,
+      input.externalKey,
+      input.name,
+      input.description,
+      input.isActive,
+      JSON.stringify(input.metadata),
+      input.validFrom ?? null,
+      input.validTo,
+    ],
+  );
+  return row!.id;
+}
+
+export interface AssetChanges {
+  name?: string;
+  description?: string | null;
+  is_active?: boolean;
+  metadata?: Record<string, unknown>;
+  valid_from?: string;
+  valid_to?: string | null;
+}
+
+const CASTS: Record<keyof AssetChanges, string> = {
+  name: "",
+  description: "",
+  is_active: "",
+  metadata: "::jsonb",
+  valid_from: "::timestamptz",
+  valid_to: "::timestamptz",
+};
+
+/** Applies real changes: advances updated_at and the version. */
+export async function updateAsset(db: Db, orgId: number, id: number, changes: AssetChanges): Promise<void> {
+  const p = new Params([orgId, id]);
+  const sets = Object.entries(changes).map(([column, value]) => {
+    const v = column === "metadata" ? JSON.stringify(value) : value;
+    return `${column} = ${p.add(v)}${CASTS[column as keyof AssetChanges]}`;
+  });
+  await execute(
+    db,
+    `UPDATE catalog.assets SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
+      WHERE org_id = $1 AND id = $2`,
+    p.values,
+  );
+}
+
+export async function renameAsset(db: Db, orgId: number, id: number, externalKey: string): Promise<void> {
+  await execute(
+    db,
+    `UPDATE catalog.assets SET external_key = $3, updated_at = ${nextUpdatedAt()}, version = version + 1
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, id, externalKey],
+  );
+}
+
+export async function softDeleteAsset(db: Db, orgId: number, id: number): Promise<void> {
+  await execute(
+    db,
+    `UPDATE catalog.assets
+        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, id],
+  );
+}
+
+/* ------------------------------------------------------------------ lists */
+
+export const ASSET_SORT_FIELDS = ["external_key", "name", "created_at", "updated_at"] as const;
+export type AssetSortField = (typeof ASSET_SORT_FIELDS)[number];
+
+export interface AssetFilters {
+  externalKeys: string[];
+  locationIds: number[];
+  locationKeys: string[];
+  isActive: boolean | undefined;
+  includeDeleted: boolean;
+  q: string | undefined;
+}
+
+function where(p: Params, orgId: number, f: AssetFilters): string {
+  const org = p.add(orgId);
+  const conds = [`a.org_id = ${org}`, effective("a")];
+  if (!f.includeDeleted) conds.push("a.deleted_at IS NULL");
+  if (f.externalKeys.length) conds.push(`a.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
+  if (f.locationIds.length) conds.push(`a.location_id = ANY(${p.add(f.locationIds)}::int[])`);
+  if (f.locationKeys.length) {
+    conds.push(`a.location_id IN (SELECT k.id FROM catalog.locations k
+      WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.locationKeys)}::text[]))`);
+  }
+  if (f.isActive !== undefined) conds.push(`a.is_active = ${p.add(f.isActive)}`);
+  if (f.q !== undefined) {
+    const pattern = p.add(containsPattern(f.q));
+    conds.push(`a.id IN (
+      SELECT s.id FROM catalog.assets s
+       WHERE s.org_id = ${org} AND (s.name ILIKE ${pattern} OR s.external_key ILIKE ${pattern} OR s.description ILIKE ${pattern})
+      UNION
+      SELECT t.owner_id FROM catalog.tags t
+       WHERE t.org_id = ${org} AND t.owner_type = 'asset' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`);
+  }
+  return conds.join(" AND ");
+}
+
+const SORT_COLUMNS: Record<AssetSortField, string> = {
+  external_key: "a.external_key",
+  name: "a.name",
+  created_at: "a.created_at",
+  updated_at: "a.updated_at",
+};
+
+export async function listAssets(
+  db: Db,
+  orgId: number,
+  filters: AssetFilters,
+  sort: SortKey<AssetSortField>[],
+  page: Page,
+): Promise<{ data: AssetView[]; total: number }> {
+  const p = new Params();
+  const conditions = where(p, orgId, filters);
+  const order = orderBy(sort, SORT_COLUMNS, "a.id");
+  const countParams = [...p.values];
+  const limit = p.add(page.limit);
+  const offset = p.add(sqlOffset(page));
+  const [rows, count] = await Promise.all([
+    query<{ view: AssetView }>(
+      db,
+      `SELECT ${VIEW} AS view
+         FROM (SELECT a.* FROM catalog.assets a WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) a
+         LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id
+        ORDER BY ${order}`,
+      p.values,
+    ),
+    queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM catalog.assets a WHERE ${conditions}`, countParams),
+  ]);
+  return { data: rows.map((r) => r.view), total: count!.n };
+}
+
+/** Live assets placed directly at a location (blocks its delete). */
+export async function hasPlacedAssets(db: Db, orgId: number, locationId: number): Promise<boolean> {
+  const row = await queryOne<{ found: boolean }>(
+    db,
+    `SELECT EXISTS (SELECT 1 FROM catalog.assets WHERE org_id = $1 AND location_id = $2 AND deleted_at IS NULL) AS found`,
+    [orgId, locationId],
+  );
+  return row!.found;
+}
+
+/* -------------------------------------------------------------- positions */
+
+/**
+ * Scan data from tracking: sets the position only when the event is newer than
+ * the one applied last (observed_at, then seq). Not a catalog change: neither
+ * updated_at nor the version moves, and no event is emitted.
+ */
+export async function applyPosition(db: Db, event: AssetPositionEvent): Promise<boolean> {
+  const changed = await execute(
+    db,
+    `UPDATE catalog.assets
+        SET location_id = $3, location_observed_at = $4::timestamptz, location_seq = $5
+      WHERE org_id = $1 AND id = $2
+        AND (location_observed_at IS NULL OR (location_observed_at, location_seq) < ($4::timestamptz, $5::bigint))`,
+    [event.org_id, event.asset_id, event.location_id, event.observed_at, event.seq],
+  );
+  return changed > 0;
+}

@@ -1,0 +1,186 @@
+/**
+ * The transactional outbox: every change records its CatalogEvent in the same
+ * transaction; after commit the event is published to JetStream (Nats-Msg-Id
+ * = event_id) before the reply, and a relay republishes whatever a crash left
+ * unpublished, in order.
+ */
+import { ulid } from "ulid";
+import {
+  catalogEventSubject,
+  CatalogEvent,
+  encodeJson,
+  type AssetView,
+  type CatalogVerb,
+  type LocationView,
+  type Logger,
+  type TagRecord,
+} from "@whereabouts/shared";
+import type { z } from "zod";
+import { execute, inTransaction, query, queryOne, type CatalogClient, type Db, type Tx } from "../db/catalog-db.ts";
+
+export type Verb = z.infer<typeof CatalogVerb>;
+
+export type EventInput =
+  | { entity: "asset"; verb: Verb; orgId: number; version: number; data: AssetView }
+  | { entity: "location"; verb: Verb; orgId: number; version: number; data: LocationView }
+  | { entity: "tag"; verb: Verb; orgId: number; version: number; data: TagRecord };
+
+export interface PendingEvent {
+  outboxId: string;
+  eventId: string;
+  subject: string;
+  payload: CatalogEvent;
+}
+
+/** Sends one event; resolves once JetStream has stored it. */
+export type PublishFn = (subject: string, payload: Uint8Array, msgId: string) => Promise<void>;
+
+/** Records an event in the outbox, inside the caller's transaction. */
+export async function recordEvent(tx: Db, input: EventInput): Promise<PendingEvent> {
+  const payload = CatalogEvent.parse({
+    version: 1,
+    event_id: ulid(),
+    org_id: input.orgId,
+    entity: input.entity,
+    entity_id: input.data.id,
+    entity_version: input.version,
+    verb: input.verb,
+    occurred_at: new Date().toISOString(),
+    data: input.data,
+  });
+  const subject = catalogEventSubject(input.orgId, input.entity, input.verb);
+  const row = await queryOne<{ id: string }>(
+    tx,
+    `INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
+     VALUES ($1, $2, $3, $4::jsonb) RETURNING id::text AS id`,
+    [payload.event_id, input.orgId, subject, JSON.stringify(payload)],
+  );
+  return { outboxId: row!.id, eventId: payload.event_id, subject, payload };
+}
+
+/** Emits events from inside a unit of work. */
+export type Emit = (input: EventInput) => Promise<void>;
+
+export interface EventPublisher {
+  /** Runs `work` in a transaction with an outbox, then publishes what it emitted. */
+  write<T>(work: (tx: Tx, emit: Emit) => Promise<T>): Promise<T>;
+  /** Publishes every unpublished event older than `minAgeMs`, oldest first. */
+  relay(minAgeMs?: number): Promise<number>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function createEventPublisher(deps: {
+  db: CatalogClient;
+  publish: PublishFn;
+  logger: Logger;
+  relayIntervalMs: number;
+}): EventPublisher {
+  const { db, publish, logger } = deps;
+  let timer: NodeJS.Timeout | undefined;
+  let relaying: Promise<number> | undefined;
+
+  const markPublished = (ids: string[]) =>
+    execute(
+      db,
+      `UPDATE catalog.outbox_events SET published_at = now()
+        WHERE id = ANY($1::bigint[]) AND published_at IS NULL`,
+      [ids],
+    );
+
+  async function publishCommitted(events: PendingEvent[]): Promise<void> {
+    const done: string[] = [];
+    try {
+      for (const event of events) {
+        await publish(event.subject, encodeJson(event.payload), event.eventId);
+        done.push(event.outboxId);
+      }
+    } catch (err) {
+      // Committed but not published: the relay delivers it (in order) later.
+      logger.error({ err, pending: events.length - done.length }, "event publish failed; left to the outbox relay");
+      scheduleRelay(1000, 0);
+    }
+    if (done.length) {
+      await markPublished(done).catch((err: unknown) => logger.warn({ err }, "could not mark events published"));
+    }
+  }
+
+  async function relayBatch(minAgeMs: number): Promise<number> {
+    return inTransaction(db, async (tx) => {
+      const rows = await query<{ id: string; event_id: string; subject: string; payload: unknown }>(
+        tx,
+        `SELECT id::text AS id, event_id, subject, payload FROM catalog.outbox_events
+          WHERE published_at IS NULL AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+          ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`,
+        [minAgeMs],
+      );
+      for (const row of rows) {
+        const payload = CatalogEvent.parse(row.payload);
+        await publish(row.subject, encodeJson(payload), row.event_id);
+      }
+      if (rows.length) {
+        await execute(tx, `UPDATE catalog.outbox_events SET published_at = now() WHERE id = ANY($1::bigint[])`, [
+          rows.map((r) => r.id),
+        ]);
+      }
+      return rows.length;
+    });
+  }
+
+  async function relayAll(minAgeMs: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await relayBatch(minAgeMs);
+      total += n;
+      if (n < 100) return total;
+    }
+  }
+
+  const relay = (minAgeMs = 0): Promise<number> => {
+    relaying ??= relayAll(minAgeMs).finally(() => (relaying = undefined));
+    return relaying;
+  };
+
+  let stopped = false;
+  /** Periodic runs leave the newest second to the requests publishing it. */
+  function scheduleRelay(delayMs = deps.relayIntervalMs, minAgeMs = 1000) {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      relay(minAgeMs)
+        .then((n) => n && logger.info({ relayed: n }, "outbox relay published events"))
+        .catch((err: unknown) => logger.error({ err }, "outbox relay failed"))
+        .finally(() => scheduleRelay());
+    }, delayMs);
+    timer.unref?.();
+  }
+
+  return {
+    async write(work) {
+      const pending: PendingEvent[] = [];
+      const result = await inTransaction(db, (tx) =>
+        work(tx, async (input) => {
+          pending.push(await recordEvent(tx, input));
+        }),
+      );
+      if (pending.length) await publishCommitted(pending);
+      return result;
+    },
+    relay,
+    async start() {
+      try {
+        const n = await relay(0);
+        if (n) logger.info({ relayed: n }, "outbox relay published events left by a previous run");
+      } catch (err) {
+        // JetStream unavailable now: serve anyway, the periodic relay retries.
+        logger.error({ err }, "outbox relay failed at start");
+      }
+      scheduleRelay();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await relaying?.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,309 @@
+/**
+ * Location queries: views (parent joined at read time), lists, writes, and the
+ * tree walks — each one recursive CTE, paged in SQL, live rows only.
+ */
+import type { LocationView, SortKey } from "@whereabouts/shared";
+import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, visibleTag, wireTs } from "../db/sql-fragments.ts";
+import { orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
+
+/** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
+const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
+const FROM = `catalog.locations l ${JOIN_PARENT}`;
+
+const VIEW = `json_build_object(
+  'id', l.id,
+  'external_key', l.external_key,
+  'name', l.name,
+  'description', l.description,
+  'is_active', l.is_active,
+  'parent_id', p.id,
+  'parent_external_key', p.external_key,
+  'valid_from', ${wireTs("l.valid_from")},
+  'valid_to', ${wireTs("l.valid_to")},
+  'created_at', ${wireTs("l.created_at")},
+  'updated_at', ${wireTs("l.updated_at")},
+  'deleted_at', ${wireTs("l.deleted_at")},
+  'tags', ${embeddedTags("location", "l")})`;
+
+/** Bounds every walk, so even corrupt data could not loop forever. */
+const MAX_DEPTH = 100_000;
+
+export interface LocationState {
+  view: LocationView;
+  version: number;
+  valid_from_us: string;
+  valid_to_us: string | null;
+}
+
+export async function findLocation(db: Db, orgId: number, id: number): Promise<LocationView | undefined> {
+  const row = await queryOne<{ view: LocationView }>(
+    db,
+    `SELECT ${VIEW} AS view FROM ${FROM} WHERE l.org_id = $1 AND l.id = $2 AND l.deleted_at IS NULL`,
+    [orgId, id],
+  );
+  return row?.view;
+}
+
+export async function lockLocation(db: Db, orgId: number, id: number) {
+  return queryOne<LocationState>(
+    db,
+    `SELECT ${VIEW} AS view, l.version, ${microsTs("l.valid_from")} AS valid_from_us, ${microsTs("l.valid_to")} AS valid_to_us
+       FROM ${FROM} WHERE l.org_id = $1 AND l.id = $2 AND l.deleted_at IS NULL FOR UPDATE OF l`,
+    [orgId, id],
+  );
+}
+
+export async function loadLocation(db: Db, orgId: number, id: number) {
+  const row = await queryOne<{ view: LocationView; version: number }>(
+    db,
+    `SELECT ${VIEW} AS view, l.version FROM ${FROM} WHERE l.org_id = $1 AND l.id = $2`,
+    [orgId, id],
+  );
+  return row!;
+}
+
+/** A live location by id or key, share-locked so it cannot be deleted meanwhile. */
+export async function resolveParent(db: Db, orgId: number, ref: { id: number } | { key: string }): Promise<number | undefined> {
+  const [column, value] = "id" in ref ? ["id", ref.id] : ["external_key", ref.key];
+  const row = await queryOne<{ id: number }>(
+    db,
+    `SELECT id FROM catalog.locations WHERE org_id = $1 AND ${column} = $2 AND deleted_at IS NULL FOR SHARE`,
+    [orgId, value],
+  );
+  return row?.id;
+}
+
+/** Serializes re-parenting within an organization, so two moves cannot close a cycle. */
+export async function lockTree(db: Db, orgId: number): Promise<void> {
+  await query(db, `SELECT 1 AS ok FROM pg_advisory_xact_lock(hashtext('catalog.location-tree'), $1::int)`, [orgId]);
+}
+
+/** True when `candidate` is `self` or lies below it (walking up from the candidate). */
+export async function isSelfOrDescendant(db: Db, orgId: number, self: number, candidate: number): Promise<boolean> {
+  const row = await queryOne<{ found: boolean }>(
+    db,
+    `WITH RECURSIVE up(id, parent_id, depth) AS (
+       SELECT id, parent_id, 0 FROM catalog.locations WHERE org_id = $1 AND id = $2
+       UNION ALL
+       SELECT x.id, x.parent_id, u.depth + 1 FROM up u JOIN catalog.locations x ON x.org_id = $1 AND x.id = u.parent_id
+        WHERE u.depth < ${MAX_DEPTH})
+     SELECT EXISTS (SELECT 1 FROM up WHERE id = $3) AS found`,
+    [orgId, candidate, self],
+  );
+  return row!.found;
+}
+
+export interface NewLocation {
+  externalKey: string;
+  name: string;
+  description: string | null;
+  isActive: boolean;
+  parentId: number | null;
+  validFrom: string | undefined;
+  validTo: string | null;
+}
+
+export async function insertLocation(db: Db, orgId: number, input: NewLocation): Promise<number> {
+  const row = await queryOne<{ id: number }>(
+    db,
+    `INSERT INTO catalog.locations
+       (org_id, external_key, name, description, is_active, parent_id, valid_from, valid_to, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS})
+     RETURNING id`,
+    [orgId, input.externalKey, input.name, input.description, input.isActive, input.parentId, input.validFrom ?? null, input.validTo],
+  );
+  return row!.id;
+}
+
+export interface LocationChanges {
+  name?: string;
+  description?: string | null;
+  is_active?: boolean;
+  parent_id?: number | null;
+  valid_from?: string;
+  valid_to?: string | null;
+}
+
+const CASTS: Record<keyof LocationChanges, string> = {
+  name: "",
+  description: "",
+  is_active: "",
+  parent_id: "::int",
+  valid_from: "::timestamptz",
+  valid_to: "::timestamptz",
+};
+
+export async function updateLocation(db: Db, orgId: number, id: number, changes: LocationChanges): Promise<void> {
+  const p = new Params([orgId, id]);
+  const sets = Object.entries(changes).map(
+    ([column, value]) => `${column} = ${p.add(value)}${CASTS[column as keyof LocationChanges]}`,
+  );
+  await execute(
+    db,
+    `UPDATE catalog.locations SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
+      WHERE org_id = $1 AND id = $2`,
+    p.values,
+  );
+}
+
+export async function renameLocation(db: Db, orgId: number, id: number, externalKey: string): Promise<void> {
+  await execute(
+    db,
+    `UPDATE catalog.locations SET external_key = $3, updated_at = ${nextUpdatedAt()}, version = version + 1
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, id, externalKey],
+  );
+}
+
+export async function softDeleteLocation(db: Db, orgId: number, id: number): Promise<void> {
+  await execute(
+    db,
+    `UPDATE catalog.locations
+        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
+      WHERE org_id = $1 AND id = $2`,
+    [orgId, id],
+  );
+}
+
+export async function hasLiveChildren(db: Db, orgId: number, id: number): Promise<boolean> {
+  const row = await queryOne<{ found: boolean }>(
+    db,
+    `SELECT EXISTS (SELECT 1 FROM catalog.locations WHERE org_id = $1 AND parent_id = $2 AND deleted_at IS NULL) AS found`,
+    [orgId, id],
+  );
+  return row!.found;
+}
+
+/* ------------------------------------------------------------------ trees */
+
+/** Live descendants below a location, through the parent chain. */
+const SUBTREE = `sub(id, path) AS (
+    SELECT c.id, ARRAY[c.id] FROM catalog.locations c
+     WHERE c.org_id = $1 AND c.parent_id = $2 AND c.deleted_at IS NULL
+    UNION ALL
+    SELECT c.id, s.path || c.id FROM sub s
+      JOIN catalog.locations c ON c.org_id = $1 AND c.parent_id = s.id AND c.deleted_at IS NULL
+     WHERE cardinality(s.path) < ${MAX_DEPTH} AND NOT c.id = ANY(s.path))`;
+
+export async function countDescendants(db: Db, orgId: number, id: number): Promise<number> {
+  const row = await queryOne<{ n: number }>(db, `WITH RECURSIVE ${SUBTREE} SELECT count(*)::int AS n FROM sub`, [orgId, id]);
+  return row!.n;
+}
+
+export type TreeView = "ancestors" | "children" | "descendants";
+
+/** Each view: a CTE `rows(id, ...)` over live locations and its page order. */
+const TREES: Record<TreeView, { cte: string; order: string }> = {
+  ancestors: {
+    cte: `WITH RECURSIVE chain(id, parent_id, depth) AS (
+        SELECT l.id, l.parent_id, 0 FROM catalog.locations l WHERE l.org_id = $1 AND l.id = $2
+        UNION ALL
+        SELECT x.id, x.parent_id, c.depth + 1 FROM chain c
+          JOIN catalog.locations x ON x.org_id = $1 AND x.id = c.parent_id AND x.deleted_at IS NULL
+         WHERE c.depth < ${MAX_DEPTH}),
+      rows AS (SELECT id, depth FROM chain WHERE depth > 0)`,
+    // Root first: the deepest step of the walk up; id breaks ties.
+    order: "r.depth DESC, r.id ASC",
+  },
+  children: {
+    cte: `WITH rows AS (SELECT c.id, c.name FROM catalog.locations c
+        WHERE c.org_id = $1 AND c.parent_id = $2 AND c.deleted_at IS NULL)`,
+    order: "r.name ASC, r.id ASC",
+  },
+  descendants: {
+    cte: `WITH RECURSIVE ${SUBTREE}, rows AS (SELECT id, path FROM sub)`,
+    // Depth-first preorder: the id path sorts each parent before its subtree, siblings by id.
+    order: "r.path ASC",
+  },
+};
+
+export async function treePage(
+  db: Db,
+  orgId: number,
+  id: number,
+  view: TreeView,
+  page: Page,
+): Promise<{ data: LocationView[]; total: number }> {
+  const { cte, order } = TREES[view];
+  const row = await queryOne<{ total: number; data: LocationView[] }>(
+    db,
+    `${cte},
+     page AS (SELECT r.* FROM rows r ORDER BY ${order} LIMIT $3 OFFSET $4)
+     SELECT (SELECT count(*)::int FROM rows) AS total,
+            COALESCE((SELECT json_agg(${VIEW} ORDER BY ${order})
+                        FROM page r JOIN catalog.locations l ON l.id = r.id ${JOIN_PARENT}), '[]'::json) AS data`,
+    [orgId, id, page.limit, sqlOffset(page)],
+  );
+  return { data: row!.data, total: row!.total };
+}
+
+/* ------------------------------------------------------------------ lists */
+
+export const LOCATION_SORT_FIELDS = ["external_key", "name", "created_at"] as const;
+export type LocationSortField = (typeof LOCATION_SORT_FIELDS)[number];
+
+export interface LocationFilters {
+  externalKeys: string[];
+  parentIds: number[];
+  parentKeys: string[];
+  isActive: boolean | undefined;
+  includeDeleted: boolean;
+  q: string | undefined;
+}
+
+function where(p: Params, orgId: number, f: LocationFilters): string {
+  const org = p.add(orgId);
+  const conds = [`l.org_id = ${org}`, effective("l")];
+  if (!f.includeDeleted) conds.push("l.deleted_at IS NULL");
+  if (f.externalKeys.length) conds.push(`l.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
+  if (f.parentIds.length) conds.push(`l.parent_id = ANY(${p.add(f.parentIds)}::int[])`);
+  if (f.parentKeys.length) {
+    conds.push(`l.parent_id IN (SELECT k.id FROM catalog.locations k
+      WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.parentKeys)}::text[]))`);
+  }
+  if (f.isActive !== undefined) conds.push(`l.is_active = ${p.add(f.isActive)}`);
+  if (f.q !== undefined) {
+    const pattern = p.add(containsPattern(f.q));
+    conds.push(`l.id IN (
+      SELECT s.id FROM catalog.locations s
+       WHERE s.org_id = ${org} AND (s.name ILIKE ${pattern} OR s.external_key ILIKE ${pattern} OR s.description ILIKE ${pattern})
+      UNION
+      SELECT t.owner_id FROM catalog.tags t
+       WHERE t.org_id = ${org} AND t.owner_type = 'location' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`);
+  }
+  return conds.join(" AND ");
+}
+
+const SORT_COLUMNS: Record<LocationSortField, string> = {
+  external_key: "l.external_key",
+  name: "l.name",
+  created_at: "l.created_at",
+};
+
+export async function listLocations(
+  db: Db,
+  orgId: number,
+  filters: LocationFilters,
+  sort: SortKey<LocationSortField>[],
+  page: Page,
+): Promise<{ data: LocationView[]; total: number }> {
+  const p = new Params();
+  const conditions = where(p, orgId, filters);
+  const order = orderBy(sort, SORT_COLUMNS, "l.id");
+  const countParams = [...p.values];
+  const limit = p.add(page.limit);
+  const offset = p.add(sqlOffset(page));
+  const [rows, count] = await Promise.all([
+    query<{ view: LocationView }>(
+      db,
+      `SELECT ${VIEW} AS view
+         FROM (SELECT l.* FROM catalog.locations l WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) l
+         ${JOIN_PARENT}
+        ORDER BY ${order}`,
+      p.values,
+    ),
+    queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM catalog.locations l WHERE ${conditions}`, countParams),
+  ]);
+  return { data: rows.map((r) => r.view), total: count!.n };
+}

@@ -1,0 +1,51 @@
+/**
+ * List query parameters beyond the shared QueryReader: external-key filters
+ * (validated, commas rejected), paired filters (ambiguous_fields), q.
+ */
+import { externalKeyProblem, fieldError, type FieldError, type QueryReader, type SortKey } from "@whereabouts/shared";
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+/** The offset as SQL can take it: any larger value is past the end anyway. */
+export const sqlOffset = (page: Page) => Math.min(page.offset, Number.MAX_SAFE_INTEGER);
+
+/** Repeatable external-key filter: every value checked, commas rejected. */
+export function readKeyFilter(reader: QueryReader, name: string): string[] {
+  const values = reader.many(name);
+  for (const value of values) {
+    if (value.includes(",")) {
+      reader.fail(name, "invalid_value", `${name} must not contain commas; repeat the parameter to match several keys`);
+      continue;
+    }
+    const problem = externalKeyProblem(name, value);
+    if (problem) reader.fail(name, problem.code, problem.message, problem.params);
+  }
+  return values;
+}
+
+/** Filter rule 1: one fields[] entry per parameter of a pair supplied together. */
+export function checkPair(reader: QueryReader, first: string, second: string): void {
+  if (reader.has(first) && reader.has(second)) {
+    const message = `${first} and ${second} are mutually exclusive; send only one`;
+    reader.errors.push(fieldError(first, "ambiguous_fields", message), fieldError(second, "ambiguous_fields", message));
+  }
+}
+
+export function readQ(reader: QueryReader): string | undefined {
+  const q = reader.one("q");
+  if (q !== undefined && q.includes("\u0000")) {
+    reader.fail("q", "invalid_value", "q must not contain NUL characters");
+    return undefined;
+  }
+  return q === "" ? undefined : q;
+}
+
+export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F, string>, idColumn: string): string {
+  const parts = keys.map((k) => `${columns[k.field]} ${k.descending ? "DESC" : "ASC"}`);
+  return [...parts, `${idColumn} ASC`].join(", ");
+}
+
+export type { FieldError };

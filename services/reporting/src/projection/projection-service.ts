@@ -1,0 +1,187 @@
+/**
+ * From stream messages to read-model writes. A batch is decoded, reduced to
+ * the newest event per entity (and per asset position), then written in one
+ * transaction. The same code serves the live durable consumers and the rebuild.
+ */
+import { decodeJson } from "@whereabouts/shared";
+import type { SqlRunner } from "../reporting-db.ts";
+import type { ProjectionStore, SnapshotTagRow } from "./projection-store.ts";
+import {
+  ReportingCatalogEvent,
+  ReportingPositionEvent,
+  type AssetRow,
+  type LocationRow,
+  type PositionRow,
+  type TagRow,
+} from "./projection-types.ts";
+
+/** A message reporting cannot use: it is terminated (and logged), never retried. */
+export class PoisonMessageError extends Error {
+  override readonly name = "PoisonMessageError";
+}
+
+export type StreamKind = "catalog" | "tracking";
+
+/** Position events are the only TRACKING subjects the read model uses. */
+const POSITION_SUBJECT = /^tracking\.events\.[^.]+\.asset\.(moved|seen)$/;
+const CATALOG_ENTITIES = new Set(["asset", "location", "tag"]);
+
+/** Cuts fractional seconds to microseconds (toward zero), Postgres' precision. */
+export function toMicroPrecision(instant: string): string {
+  return instant.replace(/(\.\d{6})\d+/, "$1");
+}
+
+/** Epoch microseconds of an RFC 3339 instant (any offset, any fraction). */
+export function epochMicros(instant: string): number {
+  const fraction = /\.(\d+)/.exec(instant)?.[1] ?? "";
+  const subMilli = Number((fraction.slice(3, 6) + "000").slice(0, 3));
+  return Date.parse(instant) * 1000 + subMilli;
+}
+
+const keyOf = (orgId: number, id: number) => `${orgId}:${id}`;
+const byKey = <R extends { orgId: number }>(id: (r: R) => number) => (a: R, b: R) =>
+  a.orgId - b.orgId || id(a) - id(b);
+
+/** The newest event per entity among the messages of one batch. */
+export class ProjectionBatch {
+  private readonly assets = new Map<string, AssetRow>();
+  private readonly locations = new Map<string, LocationRow>();
+  private readonly tags = new Map<string, TagRow>();
+  private readonly snapshotTags = new Map<string, SnapshotTagRow>();
+  private readonly positions = new Map<string, PositionRow>();
+  events = 0;
+
+  /**
+   * Adds one message. Returns false for a message the read model ignores
+   * (another subject, a location tag); throws PoisonMessageError for a
+   * message it cannot parse.
+   */
+  add(kind: StreamKind, subject: string, data: Uint8Array): boolean {
+    let json: unknown;
+    try {
+      json = decodeJson(data);
+    } catch {
+      throw new PoisonMessageError(`not JSON on ${subject}`);
+    }
+    return kind === "catalog" ? this.addCatalog(subject, json) : this.addTracking(subject, json);
+  }
+
+  private addCatalog(subject: string, json: unknown): boolean {
+    const entity = (json as { entity?: unknown } | null)?.entity;
+    if (typeof entity !== "string" || !CATALOG_ENTITIES.has(entity)) return false;
+    const parsed = ReportingCatalogEvent.safeParse(json);
+    if (!parsed.success) throw new PoisonMessageError(`bad catalog event on ${subject}: ${parsed.error.message}`);
+    const event = parsed.data;
+    const version = event.entity_version;
+    const orgId = event.org_id;
+    switch (event.entity) {
+      case "asset": {
+        const d = event.data;
+        const key = keyOf(orgId, d.id);
+        if ((this.assets.get(key)?.version ?? 0) >= version) return true;
+        this.assets.set(key, {
+          orgId,
+          assetId: d.id,
+          version,
+          externalKey: d.external_key,
+          name: d.name,
+          validFrom: toMicroPrecision(d.valid_from),
+          validTo: d.valid_to === null ? null : toMicroPrecision(d.valid_to),
+          deletedAt: d.deleted_at === null ? null : toMicroPrecision(d.deleted_at),
+        });
+        for (const tag of d.tags ?? []) {
+          const tagKey = keyOf(orgId, tag.id);
+          if ((this.snapshotTags.get(tagKey)?.assetVersion ?? 0) >= version) continue;
+          this.snapshotTags.set(tagKey, {
+            orgId,
+            tagId: tag.id,
+            assetId: d.id,
+            assetVersion: version,
+            tagType: tag.tag_type,
+            value: tag.value,
+            isActive: tag.is_active,
+            validFrom: toMicroPrecision(tag.valid_from),
+            validTo: tag.valid_to === null ? null : toMicroPrecision(tag.valid_to),
+          });
+        }
+        break;
+      }
+      case "location": {
+        const d = event.data;
+        const key = keyOf(orgId, d.id);
+        if ((this.locations.get(key)?.version ?? 0) >= version) return true;
+        this.locations.set(key, {
+          orgId,
+          locationId: d.id,
+          version,
+          externalKey: d.external_key,
+          validFrom: toMicroPrecision(d.valid_from),
+          validTo: d.valid_to === null ? null : toMicroPrecision(d.valid_to),
+          deletedAt: d.deleted_at === null ? null : toMicroPrecision(d.deleted_at),
+        });
+        break;
+      }
+      case "tag": {
+        const d = event.data;
+        if (d.owner_type !== "asset") return false;
+        const key = keyOf(orgId, d.id);
+        if ((this.tags.get(key)?.version ?? 0) >= version) return true;
+        // A detach is a soft delete; trust the record, fall back to the event time.
+        const deletedAt = d.deleted_at ?? (event.verb === "detached" ? event.occurred_at : null);
+        this.tags.set(key, {
+          orgId,
+          tagId: d.id,
+          version,
+          assetId: d.owner_id,
+          tagType: d.tag_type,
+          value: d.value,
+          isActive: d.is_active,
+          validFrom: toMicroPrecision(d.valid_from),
+          validTo: d.valid_to === null ? null : toMicroPrecision(d.valid_to),
+          deletedAt: deletedAt === null ? null : toMicroPrecision(deletedAt),
+        });
+        break;
+      }
+    }
+    this.events++;
+    return true;
+  }
+
+  private addTracking(subject: string, json: unknown): boolean {
+    if (!POSITION_SUBJECT.test(subject)) return false;
+    const parsed = ReportingPositionEvent.safeParse(json);
+    if (!parsed.success) throw new PoisonMessageError(`bad position event on ${subject}: ${parsed.error.message}`);
+    const e = parsed.data;
+    const row: PositionRow = {
+      orgId: e.org_id,
+      assetId: e.asset_id,
+      locationId: e.location_id,
+      observedAt: toMicroPrecision(e.observed_at),
+      observedMicros: epochMicros(e.observed_at),
+      seq: e.seq,
+    };
+    const key = keyOf(row.orgId, row.assetId);
+    const held = this.positions.get(key);
+    if (!held || held.observedMicros < row.observedMicros || (held.observedMicros === row.observedMicros && held.seq < row.seq)) {
+      this.positions.set(key, row);
+    }
+    this.events++;
+    return true;
+  }
+
+  get size(): number {
+    return this.assets.size + this.locations.size + this.tags.size + this.snapshotTags.size + this.positions.size;
+  }
+
+  /**
+   * Writes the batch with `tx` (the caller owns the transaction). Rows go in
+   * key order so concurrent batches lock rows in the same order.
+   */
+  async apply(tx: SqlRunner, store: ProjectionStore): Promise<void> {
+    await store.upsertLocations(tx, [...this.locations.values()].sort(byKey((r) => r.locationId)));
+    await store.upsertAssets(tx, [...this.assets.values()].sort(byKey((r) => r.assetId)));
+    await store.insertSnapshotTags(tx, [...this.snapshotTags.values()].sort(byKey((r) => r.tagId)));
+    await store.upsertTags(tx, [...this.tags.values()].sort(byKey((r) => r.tagId)));
+    await store.upsertPositions(tx, [...this.positions.values()].sort(byKey((r) => r.assetId)));
+  }
+}

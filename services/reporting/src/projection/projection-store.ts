@@ -1,0 +1,141 @@
+/**
+ * The read model's writes: batch upserts through unnest(), each guarded so an
+ * event applies only when it is newer than what the row holds (catalog:
+ * entity_version; tracking: (observed_at, seq)). Replays are therefore no-ops,
+ * and batches may arrive in any order. The schema is a parameter so the
+ * rebuild can fill `reporting_build` with the same code.
+ */
+import type { SqlRunner } from "../reporting-db.ts";
+import type { AssetRow, LocationRow, PositionRow, TagRow } from "./projection-types.ts";
+
+export const LIVE_SCHEMA = "reporting";
+export const BUILD_SCHEMA = "reporting_build";
+export const RETIRED_SCHEMA = "reporting_retired";
+export type ReadModelSchema = typeof LIVE_SCHEMA | typeof BUILD_SCHEMA;
+export const READ_MODEL_TABLES = ["assets", "locations", "tags"] as const;
+
+export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
+  /** entity_version of the asset event that embedded the tag. */
+  assetVersion: number;
+}
+
+export function createProjectionStore(schema: ReadModelSchema) {
+  const t = (table: (typeof READ_MODEL_TABLES)[number]) => `"${schema}"."${table}"`;
+
+  return {
+    async upsertLocations(tx: SqlRunner, rows: LocationRow[]): Promise<number> {
+      if (!rows.length) return 0;
+      return tx.$executeRawUnsafe(
+        `INSERT INTO ${t("locations")} AS t (org_id, location_id, version, external_key, valid_from, valid_to, deleted_at)
+         SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[])
+         ON CONFLICT (org_id, location_id) DO UPDATE
+            SET version = EXCLUDED.version, external_key = EXCLUDED.external_key, valid_from = EXCLUDED.valid_from,
+                valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
+          WHERE t.version < EXCLUDED.version`,
+        rows.map((r) => r.orgId),
+        rows.map((r) => r.locationId),
+        rows.map((r) => r.version),
+        rows.map((r) => r.externalKey),
+        rows.map((r) => r.validFrom),
+        rows.map((r) => r.validTo),
+        rows.map((r) => r.deletedAt),
+      );
+    },
+
+    async upsertAssets(tx: SqlRunner, rows: AssetRow[]): Promise<number> {
+      if (!rows.length) return 0;
+      return tx.$executeRawUnsafe(
+        `INSERT INTO ${t("assets")} AS t (org_id, asset_id, catalog_version, external_key, name, name_lower, external_key_lower,
+                                        valid_from, valid_to, deleted_at)
+         SELECT u.org_id, u.asset_id, u.version, u.external_key, u.name, lower(u.name), lower(u.external_key),
+                u.valid_from, u.valid_to, u.deleted_at
+           FROM unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+                AS u(org_id, asset_id, version, external_key, name, valid_from, valid_to, deleted_at)
+         ON CONFLICT (org_id, asset_id) DO UPDATE
+            SET catalog_version = EXCLUDED.catalog_version, external_key = EXCLUDED.external_key, name = EXCLUDED.name,
+                name_lower = EXCLUDED.name_lower, external_key_lower = EXCLUDED.external_key_lower,
+                valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
+          WHERE t.catalog_version < EXCLUDED.catalog_version`,
+        rows.map((r) => r.orgId),
+        rows.map((r) => r.assetId),
+        rows.map((r) => r.version),
+        rows.map((r) => r.externalKey),
+        rows.map((r) => r.name),
+        rows.map((r) => r.validFrom),
+        rows.map((r) => r.validTo),
+        rows.map((r) => r.deletedAt),
+      );
+    },
+
+    /**
+     * Tags seen inside an asset event, inserted only when reporting has no row
+     * for them yet and only when that asset event is the one the asset row now
+     * holds (a stale snapshot never brings a tag back). Version 0: the tag's
+     * own events always win.
+     */
+    async insertSnapshotTags(tx: SqlRunner, rows: SnapshotTagRow[]): Promise<number> {
+      if (!rows.length) return 0;
+      return tx.$executeRawUnsafe(
+        `INSERT INTO ${t("tags")} (org_id, tag_id, version, asset_id, tag_type, value, value_lower, is_active, valid_from, valid_to, deleted_at)
+         SELECT u.org_id, u.tag_id, 0, u.asset_id, u.tag_type, u.value, lower(u.value), u.is_active, u.valid_from, u.valid_to, NULL
+           FROM unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[], $8::timestamptz[], $9::int[])
+                AS u(org_id, tag_id, asset_id, tag_type, value, is_active, valid_from, valid_to, asset_version)
+           JOIN ${t("assets")} a ON a.org_id = u.org_id AND a.asset_id = u.asset_id AND a.catalog_version = u.asset_version
+         ON CONFLICT (org_id, tag_id) DO NOTHING`,
+        rows.map((r) => r.orgId),
+        rows.map((r) => r.tagId),
+        rows.map((r) => r.assetId),
+        rows.map((r) => r.tagType),
+        rows.map((r) => r.value),
+        rows.map((r) => r.isActive),
+        rows.map((r) => r.validFrom),
+        rows.map((r) => r.validTo),
+        rows.map((r) => r.assetVersion),
+      );
+    },
+
+    async upsertTags(tx: SqlRunner, rows: TagRow[]): Promise<number> {
+      if (!rows.length) return 0;
+      return tx.$executeRawUnsafe(
+        `INSERT INTO ${t("tags")} AS t (org_id, tag_id, version, asset_id, tag_type, value, value_lower, is_active, valid_from, valid_to, deleted_at)
+         SELECT u.org_id, u.tag_id, u.version, u.asset_id, u.tag_type, u.value, lower(u.value), u.is_active, u.valid_from, u.valid_to, u.deleted_at
+           FROM unnest($1::int[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::bool[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[])
+                AS u(org_id, tag_id, version, asset_id, tag_type, value, is_active, valid_from, valid_to, deleted_at)
+         ON CONFLICT (org_id, tag_id) DO UPDATE
+            SET version = EXCLUDED.version, asset_id = EXCLUDED.asset_id, tag_type = EXCLUDED.tag_type, value = EXCLUDED.value,
+                value_lower = EXCLUDED.value_lower, is_active = EXCLUDED.is_active, valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to,
+                deleted_at = EXCLUDED.deleted_at
+          WHERE t.version < EXCLUDED.version`,
+        rows.map((r) => r.orgId),
+        rows.map((r) => r.tagId),
+        rows.map((r) => r.version),
+        rows.map((r) => r.assetId),
+        rows.map((r) => r.tagType),
+        rows.map((r) => r.value),
+        rows.map((r) => r.isActive),
+        rows.map((r) => r.validFrom),
+        rows.map((r) => r.validTo),
+        rows.map((r) => r.deletedAt),
+      );
+    },
+
+    /** Newest position wins: (observed_at, seq); a late scan changes nothing. */
+    async upsertPositions(tx: SqlRunner, rows: PositionRow[]): Promise<number> {
+      if (!rows.length) return 0;
+      return tx.$executeRawUnsafe(
+        `INSERT INTO ${t("assets")} AS t (org_id, asset_id, location_id, last_seen_at, last_seen_seq)
+         SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
+         ON CONFLICT (org_id, asset_id) DO UPDATE
+            SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq
+          WHERE t.last_seen_at IS NULL
+             OR (t.last_seen_at, t.last_seen_seq) < (EXCLUDED.last_seen_at, EXCLUDED.last_seen_seq)`,
+        rows.map((r) => r.orgId),
+        rows.map((r) => r.assetId),
+        rows.map((r) => r.locationId),
+        rows.map((r) => r.observedAt),
+        rows.map((r) => r.seq),
+      );
+    },
+  };
+}
+export type ProjectionStore = ReturnType<typeof createProjectionStore>;

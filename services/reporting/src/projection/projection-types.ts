@@ -1,0 +1,113 @@
+/**
+ * What reporting reads from the CATALOG and TRACKING streams: the shared event
+ * contracts narrowed to the fields the read model keeps, with instants checked
+ * (a bad timestamp must fail here, at the boundary, never inside SQL).
+ */
+import { z } from "zod";
+import { AssetPositionEvent, AssetView, LocationView, RFC3339, TagRecord, TagView } from "@whereabouts/shared";
+
+export const Instant = z.string().regex(RFC3339, "must be an RFC 3339 timestamp");
+
+const eventBase = {
+  version: z.literal(1),
+  event_id: z.string(),
+  org_id: AssetPositionEvent.shape.org_id,
+  entity_id: AssetPositionEvent.shape.asset_id,
+  entity_version: z.number().int().positive().max(2147483647),
+  occurred_at: Instant,
+};
+
+const SnapshotTag = TagView.pick({ id: true, tag_type: true, value: true, is_active: true }).extend({
+  valid_from: Instant,
+  valid_to: Instant.nullable(),
+});
+
+export const ReportingAssetEvent = z.object({
+  ...eventBase,
+  entity: z.literal("asset"),
+  data: AssetView.pick({ id: true, external_key: true, name: true }).extend({
+    valid_from: Instant,
+    valid_to: Instant.nullable(),
+    deleted_at: Instant.nullable(),
+    /** Active, currently-effective tags at the time of the event (used only for tags reporting has not heard of). */
+    tags: z.array(SnapshotTag).optional(),
+  }),
+});
+
+export const ReportingLocationEvent = z.object({
+  ...eventBase,
+  entity: z.literal("location"),
+  data: LocationView.pick({ id: true, external_key: true }).extend({
+    valid_from: Instant,
+    valid_to: Instant.nullable(),
+    deleted_at: Instant.nullable(),
+  }),
+});
+
+export const ReportingTagEvent = z.object({
+  ...eventBase,
+  entity: z.literal("tag"),
+  verb: z.string(),
+  data: TagRecord.pick({ id: true, tag_type: true, value: true, is_active: true, owner_type: true, owner_id: true }).extend({
+    valid_from: Instant,
+    valid_to: Instant.nullable(),
+    deleted_at: Instant.nullable(),
+  }),
+});
+
+export const ReportingCatalogEvent = z.discriminatedUnion("entity", [
+  ReportingAssetEvent,
+  ReportingLocationEvent,
+  ReportingTagEvent,
+]);
+export type ReportingCatalogEvent = z.infer<typeof ReportingCatalogEvent>;
+
+export const ReportingPositionEvent = AssetPositionEvent.extend({ observed_at: Instant });
+export type ReportingPositionEvent = z.infer<typeof ReportingPositionEvent>;
+
+/* ------------------------------------------------------------- rows */
+
+export interface AssetRow {
+  orgId: number;
+  assetId: number;
+  version: number;
+  externalKey: string;
+  name: string;
+  validFrom: string;
+  validTo: string | null;
+  deletedAt: string | null;
+}
+
+export interface LocationRow {
+  orgId: number;
+  locationId: number;
+  version: number;
+  externalKey: string;
+  validFrom: string;
+  validTo: string | null;
+  deletedAt: string | null;
+}
+
+export interface TagRow {
+  orgId: number;
+  tagId: number;
+  /** The tag's entity_version; for a tag seen only inside an asset event, that asset event's version. */
+  version: number;
+  assetId: number;
+  tagType: string;
+  value: string;
+  isActive: boolean;
+  validFrom: string;
+  validTo: string | null;
+  deletedAt: string | null;
+}
+
+export interface PositionRow {
+  orgId: number;
+  assetId: number;
+  locationId: number;
+  observedAt: string;
+  /** observed_at in epoch microseconds, for ordering in memory. */
+  observedMicros: number;
+  seq: number;
+}

@@ -1,0 +1,33 @@
+/** The reporting schema's Prisma client (driver adapter pg), and the SQL surface the stores use. */
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient } from "./generated/reporting/client.ts";
+
+export type ReportingDb = InstanceType<typeof PrismaClient>;
+
+export function createReportingDb(connectionString: string, max = 10): ReportingDb {
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max }) });
+}
+
+/** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */
+export interface SqlRunner {
+  $executeRawUnsafe(query: string, ...values: unknown[]): PromiseLike<number>;
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
+}
+
+/** Long enough for a rebuild batch; live batches take milliseconds. */
+export const TX_OPTIONS = { maxWait: 10_000, timeout: 120_000 } as const;
+
+/**
+ * The swap lock. Every projection transaction on the live tables takes it
+ * shared first; the rebuild's swap takes it exclusive, so no batch straddles
+ * the swap (see rebuild/rebuild-service.ts).
+ */
+export const SWAP_LOCK = "whereabouts:reporting:swap";
+
+export async function takeSwapLockShared(tx: SqlRunner): Promise<void> {
+  await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock_shared(hashtext($1))::text AS locked`, SWAP_LOCK);
+}
+
+export async function takeSwapLockExclusive(tx: SqlRunner): Promise<void> {
+  await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(hashtext($1))::text AS locked`, SWAP_LOCK);
+}

@@ -1,0 +1,176 @@
+/**
+ * Test support: publishes contract-valid CATALOG and TRACKING events for one
+ * organization, as catalog and tracking would, so reporting can be tested on
+ * its own. Every payload is checked against the shared contracts first.
+ */
+import { randomUUID } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import {
+  AssetPositionEvent,
+  CatalogEvent,
+  catalogEventSubject,
+  encodeJson,
+  trackingEventSubject,
+  type AssetView,
+  type LocationView,
+  type NatsConnection,
+  type TagRecord,
+  type TagView,
+} from "@whereabouts/shared";
+
+const EPOCH = "2026-01-01T00:00:00.000Z";
+
+export interface LocationInput {
+  id: number;
+  key: string;
+  version?: number;
+  validFrom?: string;
+  validTo?: string | null;
+  deletedAt?: string | null;
+  verb?: "created" | "updated" | "renamed" | "deleted";
+}
+
+export interface TagInput {
+  id: number;
+  assetId: number;
+  value: string;
+  tagType?: string;
+  isActive?: boolean;
+  validFrom?: string;
+  validTo?: string | null;
+  deletedAt?: string | null;
+  version?: number;
+  ownerType?: "asset" | "location";
+  verb?: "attached" | "detached";
+}
+
+export interface AssetInput {
+  id: number;
+  key: string;
+  name?: string;
+  version?: number;
+  validFrom?: string;
+  validTo?: string | null;
+  deletedAt?: string | null;
+  /** Embedded tags (AssetView.tags). */
+  tags?: Array<Omit<TagInput, "assetId">>;
+  verb?: "created" | "updated" | "renamed" | "deleted";
+}
+
+export interface PositionInput {
+  assetId: number;
+  locationId: number;
+  observedAt: string;
+  seq: number;
+  verb?: "moved" | "seen";
+}
+
+function tagView(t: Omit<TagInput, "assetId">): TagView {
+  return {
+    id: t.id,
+    tag_type: t.tagType ?? "rfid",
+    value: t.value,
+    is_active: t.isActive ?? true,
+    valid_from: t.validFrom ?? EPOCH,
+    valid_to: t.validTo ?? null,
+    created_at: EPOCH,
+    updated_at: EPOCH,
+  };
+}
+
+export function createEventPublisher(nc: NatsConnection, orgId: number) {
+  const js = jetstream(nc);
+  const publish = async (subject: string, payload: unknown, msgID = randomUUID()) => {
+    await js.publish(subject, encodeJson(payload), { msgID });
+  };
+  const base = (entity: string, id: number, version: number, verb: string) => ({
+    version: 1 as const,
+    event_id: randomUUID(),
+    org_id: orgId,
+    entity,
+    entity_id: id,
+    entity_version: version,
+    verb,
+    occurred_at: new Date().toISOString(),
+  });
+
+  return {
+    orgId,
+    publish,
+
+    async location(input: LocationInput) {
+      const data: LocationView = {
+        id: input.id,
+        external_key: input.key,
+        name: `Location ${input.key}`,
+        description: null,
+        is_active: true,
+        parent_id: null,
+        parent_external_key: null,
+        valid_from: input.validFrom ?? EPOCH,
+        valid_to: input.validTo ?? null,
+        created_at: EPOCH,
+        updated_at: EPOCH,
+        deleted_at: input.deletedAt ?? null,
+        tags: [],
+      };
+      const verb = input.verb ?? (input.deletedAt ? "deleted" : "created");
+      const event = CatalogEvent.parse({ ...base("location", input.id, input.version ?? 1, verb), data });
+      await publish(catalogEventSubject(orgId, "location", verb), event);
+    },
+
+    async asset(input: AssetInput) {
+      const data: AssetView = {
+        id: input.id,
+        external_key: input.key,
+        name: input.name ?? `Asset ${input.key}`,
+        description: null,
+        is_active: true,
+        metadata: {},
+        valid_from: input.validFrom ?? EPOCH,
+        valid_to: input.validTo ?? null,
+        location_id: null,
+        location_external_key: null,
+        created_at: EPOCH,
+        updated_at: EPOCH,
+        deleted_at: input.deletedAt ?? null,
+        tags: (input.tags ?? []).map(tagView),
+      };
+      const verb = input.verb ?? (input.deletedAt ? "deleted" : "created");
+      const event = CatalogEvent.parse({ ...base("asset", input.id, input.version ?? 1, verb), data });
+      await publish(catalogEventSubject(orgId, "asset", verb), event);
+    },
+
+    async tag(input: TagInput) {
+      const data: TagRecord = {
+        ...tagView(input),
+        owner_type: input.ownerType ?? "asset",
+        owner_id: input.assetId,
+        deleted_at: input.deletedAt ?? null,
+      };
+      const verb = input.verb ?? (input.deletedAt ? "detached" : "attached");
+      const event = CatalogEvent.parse({ ...base("tag", input.id, input.version ?? 1, verb), data });
+      await publish(catalogEventSubject(orgId, "tag", verb), event);
+    },
+
+    async position(input: PositionInput) {
+      const event = AssetPositionEvent.parse({
+        version: 1,
+        event_id: randomUUID(),
+        org_id: orgId,
+        asset_id: input.assetId,
+        location_id: input.locationId,
+        observed_at: input.observedAt,
+        seq: input.seq,
+      });
+      await publish(trackingEventSubject(orgId, "asset", input.verb ?? "moved"), event);
+    },
+
+    /** A located, scanned asset in one call. */
+    async scannedAsset(input: AssetInput & { locationId: number; observedAt: string; seq?: number }) {
+      await this.asset(input);
+      await this.position({ assetId: input.id, locationId: input.locationId, observedAt: input.observedAt, seq: input.seq ?? 1 });
+    },
+  };
+}
+export type EventPublisher = ReturnType<typeof createEventPublisher>;

@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { CatalogEvent, encodeJson } from "@whereabouts/shared";
+import { InvalidCatalogEvent, parseCatalogMessage, toReplicaChanges } from "./replica-service.ts";
+
+const T = "2026-01-01T00:00:00.000Z";
+const tagView = { id: 9, tag_type: "rfid", value: "V", is_active: true, valid_from: T, valid_to: null, created_at: T, updated_at: T };
+const location = (version: number, key: string): CatalogEvent => ({
+  version: 1,
+  event_id: `l${version}`,
+  org_id: 1,
+  entity: "location",
+  entity_id: 5,
+  entity_version: version,
+  verb: "updated",
+  occurred_at: T,
+  data: {
+    id: 5,
+    external_key: key,
+    name: "n",
+    description: null,
+    is_active: true,
+    parent_id: null,
+    parent_external_key: null,
+    valid_from: "2026-01-01T01:00:00+01:00",
+    valid_to: null,
+    created_at: T,
+    updated_at: T,
+    deleted_at: null,
+    tags: [{ ...tagView, id: 8, tag_type: "ble" }],
+  },
+});
+
+describe("toReplicaChanges", () => {
+  it("keeps the newest version of each entity and normalizes instants to UTC", () => {
+    const changes = toReplicaChanges([
+      { event: location(3, "NEW"), streamSeq: 10 },
+      { event: location(2, "OLD"), streamSeq: 11 },
+    ]);
+    expect(changes.locations).toEqual([
+      { org_id: 1, id: 5, external_key: "NEW", valid_from: "2026-01-01T00:00:00.000000Z", valid_to: null, deleted_at: null, version: 3 },
+    ]);
+    expect(changes.orgIds).toEqual([1]);
+    expect(changes.streamSeq).toBe(11);
+    expect(changes.embeddedTags).toMatchObject([{ id: 8, owner_type: "location", owner_id: 5, version: 0 }]);
+  });
+
+  it("lets a tag event win over the same tag embedded in its owner's event", () => {
+    const tag: CatalogEvent = {
+      version: 1,
+      event_id: "t",
+      org_id: 1,
+      entity: "tag",
+      entity_id: 8,
+      entity_version: 2,
+      verb: "detached",
+      occurred_at: T,
+      data: { ...tagView, id: 8, owner_type: "location", owner_id: 5, deleted_at: T },
+    };
+    const changes = toReplicaChanges([
+      { event: location(1, "K"), streamSeq: 1 },
+      { event: tag, streamSeq: 2 },
+    ]);
+    expect(changes.embeddedTags).toEqual([]);
+    expect(changes.tags).toMatchObject([{ id: 8, deleted_at: "2026-01-01T00:00:00.000000Z", version: 2 }]);
+  });
+
+  it("treats a bad instant as poison", () => {
+    const bad = location(1, "K");
+    (bad.data as { valid_from: string }).valid_from = "soon";
+    expect(() => toReplicaChanges([{ event: bad, streamSeq: 1 }])).toThrow(InvalidCatalogEvent);
+  });
+});
+
+describe("parseCatalogMessage", () => {
+  it("refuses what is not a catalog event", () => {
+    expect(() => parseCatalogMessage(new TextEncoder().encode("{"))).toThrow(InvalidCatalogEvent);
+    expect(() => parseCatalogMessage(encodeJson({ entity: "asset" }))).toThrow(InvalidCatalogEvent);
+    expect(parseCatalogMessage(encodeJson(location(1, "K"))).entity).toBe("location");
+  });
+});

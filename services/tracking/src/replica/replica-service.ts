@@ -1,0 +1,228 @@
+/**
+ * Keeps the catalog replica: parses CATALOG events at the boundary, keeps the
+ * newest version of each entity per batch, applies the batch in one
+ * transaction, and rebuilds from the stream when the database is behind it.
+ */
+import {
+  CatalogEvent,
+  decodeJson,
+  ensureConsumer,
+  formatMicros,
+  parseRfc3339,
+  type ConsumerSpec,
+  type JsMsg,
+  type Logger,
+} from "@whereabouts/shared";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { DataPhaseError } from "../db/batch-isolation.ts";
+import { inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
+import {
+  applyReplicaChanges,
+  CATALOG_OFFSET,
+  readOffset,
+  type AssetRow,
+  type LocationRow,
+  type ReplicaChanges,
+  type TagRow,
+} from "./replica-store.ts";
+
+export class InvalidCatalogEvent extends Error {
+  override readonly name = "InvalidCatalogEvent";
+}
+
+function instant(text: string, field: string): string {
+  const parsed = parseRfc3339(text);
+  if (!parsed) throw new InvalidCatalogEvent(`${field} is not an RFC 3339 timestamp`);
+  return formatMicros(parsed);
+}
+const instantOrNull = (text: string | null, field: string) => (text === null ? null : instant(text, field));
+
+/** Parses one CATALOG message; throws InvalidCatalogEvent for poison. */
+export function parseCatalogMessage(data: Uint8Array): CatalogEvent {
+  let json: unknown;
+  try {
+    json = decodeJson(data);
+  } catch {
+    throw new InvalidCatalogEvent("payload is not JSON");
+  }
+  const parsed = CatalogEvent.safeParse(json);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new InvalidCatalogEvent(`schema: ${first ? `${first.path.join(".")}: ${first.message}` : "invalid"}`);
+  }
+  return parsed.data;
+}
+
+/** The replica rows one batch of events implies: newest version per entity. */
+export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq: number }>): ReplicaChanges {
+  const orgIds = new Set<number>();
+  const locations = new Map<string, LocationRow>();
+  const assets = new Map<string, AssetRow>();
+  const tags = new Map<string, TagRow>();
+  const embedded = new Map<string, TagRow>();
+  let streamSeq = 0;
+  const newer = <T extends { version: number }>(map: Map<string, T>, key: string, row: T) => {
+    const held = map.get(key);
+    if (!held || row.version > held.version) map.set(key, row);
+  };
+  const embed = (orgId: number, ownerType: "asset" | "location", ownerId: number, list: CatalogEvent["data"]) => {
+    if (!("tags" in list)) return;
+    for (const tag of list.tags) {
+      embedded.set(`${orgId}:${tag.id}`, {
+        org_id: orgId,
+        id: tag.id,
+        tag_type: tag.tag_type,
+        value: tag.value,
+        owner_type: ownerType,
+        owner_id: ownerId,
+        is_active: tag.is_active,
+        valid_from: instant(tag.valid_from, "tag.valid_from"),
+        valid_to: instantOrNull(tag.valid_to, "tag.valid_to"),
+        deleted_at: null,
+        version: 0,
+      });
+    }
+  };
+
+  for (const { event, streamSeq: seq } of events) {
+    streamSeq = Math.max(streamSeq, seq);
+    orgIds.add(event.org_id);
+    const key = `${event.org_id}:${event.entity_id}`;
+    switch (event.entity) {
+      case "location": {
+        const d = event.data;
+        newer(locations, key, {
+          org_id: event.org_id,
+          id: event.entity_id,
+          external_key: d.external_key,
+          valid_from: instant(d.valid_from, "valid_from"),
+          valid_to: instantOrNull(d.valid_to, "valid_to"),
+          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
+          version: event.entity_version,
+        });
+        embed(event.org_id, "location", event.entity_id, d);
+        break;
+      }
+      case "asset": {
+        const d = event.data;
+        newer(assets, key, {
+          org_id: event.org_id,
+          id: event.entity_id,
+          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
+          version: event.entity_version,
+        });
+        embed(event.org_id, "asset", event.entity_id, d);
+        break;
+      }
+      case "tag": {
+        const d = event.data;
+        newer(tags, key, {
+          org_id: event.org_id,
+          id: event.entity_id,
+          tag_type: d.tag_type,
+          value: d.value,
+          owner_type: d.owner_type,
+          owner_id: d.owner_id,
+          is_active: d.is_active,
+          valid_from: instant(d.valid_from, "valid_from"),
+          valid_to: instantOrNull(d.valid_to, "valid_to"),
+          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
+          version: event.entity_version,
+        });
+        break;
+      }
+    }
+  }
+  for (const key of tags.keys()) embedded.delete(key);
+  return {
+    orgIds: [...orgIds],
+    locations: [...locations.values()],
+    assets: [...assets.values()],
+    tags: [...tags.values()],
+    embeddedTags: [...embedded.values()],
+    streamSeq,
+  };
+}
+
+export interface ReplicaMetrics {
+  catalogEventsApplied: number;
+  catalogEventsRejected: number;
+}
+
+export function createReplicaService(deps: { db: TrackingClient; logger: Logger }) {
+  const { db, logger } = deps;
+  const metrics: ReplicaMetrics = { catalogEventsApplied: 0, catalogEventsRejected: 0 };
+
+  /** Applies the messages in one transaction, then settles each of them. */
+  async function applyMessages(messages: JsMsg[]): Promise<void> {
+    const events: Array<{ event: CatalogEvent; streamSeq: number }> = [];
+    const poison: Array<{ msg: JsMsg; reason: string }> = [];
+    const good: JsMsg[] = [];
+    for (const msg of messages) {
+      try {
+        const event = parseCatalogMessage(msg.data);
+        // Timestamps are checked here too, so a bad one is poison, not a failed batch.
+        toReplicaChanges([{ event, streamSeq: msg.seq }]);
+        events.push({ event, streamSeq: msg.seq });
+        good.push(msg);
+      } catch (err) {
+        if (!(err instanceof InvalidCatalogEvent)) throw err;
+        poison.push({ msg, reason: err.message });
+      }
+    }
+    const changes = toReplicaChanges(events);
+    changes.streamSeq = Math.max(changes.streamSeq, ...messages.map((m) => m.seq));
+    try {
+      await inTransaction(db, (tx) => applyReplicaChanges(tx, changes));
+    } catch (err) {
+      throw new DataPhaseError(err instanceof Error ? err.message : String(err), { cause: err });
+    }
+    for (const msg of good) msg.ack();
+    for (const { msg, reason } of poison) {
+      logger.error({ subject: msg.subject, stream_seq: msg.seq, reason }, "catalog event rejected");
+      msg.term();
+    }
+    metrics.catalogEventsApplied += good.length;
+    metrics.catalogEventsRejected += poison.length;
+  }
+
+  /** A message that fails on its own against a healthy database: logged, counted, terminated. */
+  function rejectMessage(msg: JsMsg, err: unknown): void {
+    logger.error({ err, subject: msg.subject, stream_seq: msg.seq }, "catalog event could not be applied");
+    metrics.catalogEventsRejected++;
+    msg.term();
+  }
+
+  return { applyMessages, rejectMessage, metrics };
+}
+export type ReplicaService = ReturnType<typeof createReplicaService>;
+
+/**
+ * Rebuild from the stream: when the durable has acknowledged more than the
+ * database recorded (an empty or restored database), the durable is replaced
+ * by one that delivers the whole stream again. Version checks make the replay
+ * harmless. An advisory lock keeps replicas starting together from racing.
+ */
+export async function prepareCatalogConsumer(deps: {
+  db: TrackingClient;
+  jsm: JetStreamManager;
+  spec: ConsumerSpec;
+  logger: Logger;
+}): Promise<void> {
+  const { db, jsm, spec, logger } = deps;
+  await inTransaction(db, async (tx) => {
+    await query(tx, `SELECT pg_advisory_xact_lock(hashtext('whereabouts:tracking:catalog-replica'))::text`);
+    const applied = await readOffset(tx, CATALOG_OFFSET);
+    let ackFloor = 0;
+    try {
+      ackFloor = (await jsm.consumers.info(spec.stream, spec.durable)).ack_floor.stream_seq;
+    } catch {
+      return; // No durable yet: it is created delivering everything.
+    }
+    if (ackFloor > applied) {
+      logger.warn({ ack_floor: ackFloor, applied }, "catalog replica behind its durable; rebuilding from the stream");
+      await jsm.consumers.delete(spec.stream, spec.durable);
+      await ensureConsumer(jsm, spec);
+    }
+  });
+}

@@ -1,0 +1,222 @@
+/**
+ * Tracking's replica of catalog facts (organizations, locations, assets,
+ * tags): set-based, version-checked upserts fed by the CATALOG stream, and the
+ * resolution queries scans run against it.
+ */
+import { execute, query, type Db } from "../db/tracking-db.ts";
+
+export interface LocationRow {
+  org_id: number;
+  id: number;
+  external_key: string;
+  valid_from: string;
+  valid_to: string | null;
+  deleted_at: string | null;
+  version: number;
+}
+
+export interface AssetRow {
+  org_id: number;
+  id: number;
+  deleted_at: string | null;
+  version: number;
+}
+
+export interface TagRow {
+  org_id: number;
+  id: number;
+  tag_type: string;
+  value: string;
+  owner_type: "asset" | "location";
+  owner_id: number;
+  is_active: boolean;
+  valid_from: string;
+  valid_to: string | null;
+  deleted_at: string | null;
+  /** entity_version; 0 for a tag known only from its owner's embedded array. */
+  version: number;
+}
+
+export interface ReplicaChanges {
+  orgIds: number[];
+  locations: LocationRow[];
+  assets: AssetRow[];
+  tags: TagRow[];
+  embeddedTags: TagRow[];
+  /** Highest CATALOG stream sequence in the batch. */
+  streamSeq: number;
+}
+
+export const CATALOG_OFFSET = "catalog";
+
+/** Applies one batch of catalog facts; each entity only when its version is newer. */
+export async function applyReplicaChanges(tx: Db, changes: ReplicaChanges): Promise<void> {
+  if (changes.orgIds.length) {
+    await execute(tx, `INSERT INTO tracking.orgs (id) SELECT unnest($1::int[]) ON CONFLICT DO NOTHING`, [changes.orgIds]);
+  }
+  if (changes.locations.length) {
+    await execute(
+      tx,
+      `INSERT INTO tracking.locations AS t (org_id, id, external_key, valid_from, valid_to, deleted_at, version)
+       SELECT x.org_id, x.id, x.external_key, x.valid_from, x.valid_to, x.deleted_at, x.version
+         FROM jsonb_to_recordset($1::jsonb) AS x(org_id int, id int, external_key text, valid_from timestamptz,
+                                                 valid_to timestamptz, deleted_at timestamptz, version int)
+        ORDER BY x.org_id, x.id
+       ON CONFLICT (org_id, id) DO UPDATE
+          SET external_key = excluded.external_key, valid_from = excluded.valid_from, valid_to = excluded.valid_to,
+              deleted_at = excluded.deleted_at, version = excluded.version
+        WHERE excluded.version > t.version`,
+      [JSON.stringify(changes.locations)],
+    );
+  }
+  if (changes.assets.length) {
+    await execute(
+      tx,
+      `INSERT INTO tracking.assets AS t (org_id, id, deleted_at, version)
+       SELECT x.org_id, x.id, x.deleted_at, x.version
+         FROM jsonb_to_recordset($1::jsonb) AS x(org_id int, id int, deleted_at timestamptz, version int)
+        ORDER BY x.org_id, x.id
+       ON CONFLICT (org_id, id) DO UPDATE SET deleted_at = excluded.deleted_at, version = excluded.version
+        WHERE excluded.version > t.version`,
+      [JSON.stringify(changes.assets)],
+    );
+  }
+  for (const [rows, onConflict] of [
+    [
+      changes.tags,
+      `DO UPDATE SET tag_type = excluded.tag_type, value = excluded.value, owner_type = excluded.owner_type,
+                     owner_id = excluded.owner_id, is_active = excluded.is_active, valid_from = excluded.valid_from,
+                     valid_to = excluded.valid_to, deleted_at = excluded.deleted_at, version = excluded.version
+        WHERE excluded.version > t.version`,
+    ],
+    // A tag seen only inside its owner's event: never overrides what a tag event said.
+    [changes.embeddedTags, "DO NOTHING"],
+  ] as const) {
+    if (!rows.length) continue;
+    await execute(
+      tx,
+      `INSERT INTO tracking.tags AS t (org_id, id, tag_type, value, owner_type, owner_id, is_active, valid_from, valid_to,
+                                       deleted_at, version)
+       SELECT x.org_id, x.id, x.tag_type, x.value, x.owner_type, x.owner_id, x.is_active, x.valid_from, x.valid_to,
+              x.deleted_at, x.version
+         FROM jsonb_to_recordset($1::jsonb) AS x(org_id int, id int, tag_type text, value text, owner_type text,
+                                                 owner_id int, is_active boolean, valid_from timestamptz,
+                                                 valid_to timestamptz, deleted_at timestamptz, version int)
+        ORDER BY x.org_id, x.id
+       ON CONFLICT (org_id, id) ${onConflict}`,
+      [JSON.stringify(rows)],
+    );
+  }
+  if (changes.streamSeq > 0) await recordOffset(tx, CATALOG_OFFSET, changes.streamSeq);
+}
+
+export async function recordOffset(tx: Db, name: string, streamSeq: number): Promise<void> {
+  await execute(
+    tx,
+    `INSERT INTO tracking.stream_offsets AS o (name, stream_seq) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET stream_seq = GREATEST(o.stream_seq, excluded.stream_seq)`,
+    [name, streamSeq],
+  );
+}
+
+export async function readOffset(db: Db, name: string): Promise<number> {
+  const rows = await query<{ stream_seq: bigint }>(db, `SELECT stream_seq FROM tracking.stream_offsets WHERE name = $1`, [
+    name,
+  ]);
+  return rows[0] ? Number(rows[0].stream_seq) : 0;
+}
+
+/* ------------------------------------------------------------ resolution */
+
+export async function knownOrgs(db: Db, orgIds: number[]): Promise<Set<number>> {
+  if (!orgIds.length) return new Set();
+  const rows = await query<{ id: number }>(db, `SELECT id FROM tracking.orgs WHERE id = ANY($1::int[])`, [orgIds]);
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface LocationRef {
+  orgId: number;
+  id?: number;
+  externalKey?: string;
+  tagType?: string;
+  value?: string;
+}
+
+/**
+ * The live location each reference names (null when none): by id, by
+ * external key, or by a live tag attached to it. Answers in input order.
+ */
+export async function resolveLocations(db: Db, refs: LocationRef[]): Promise<Array<number | null>> {
+  if (!refs.length) return [];
+  const rows = await query<{ i: bigint; location_id: number | null }>(
+    db,
+    `SELECT r.i,
+            CASE
+              WHEN r.loc_id IS NOT NULL THEN
+                (SELECT l.id FROM tracking.locations l
+                  WHERE l.org_id = r.org_id AND l.id = r.loc_id AND l.deleted_at IS NULL)
+              WHEN r.external_key IS NOT NULL THEN
+                (SELECT l.id FROM tracking.locations l
+                  WHERE l.org_id = r.org_id AND l.external_key = r.external_key AND l.deleted_at IS NULL
+                  ORDER BY l.id DESC LIMIT 1)
+              ELSE
+                (SELECT l.id FROM tracking.tags t
+                   JOIN tracking.locations l ON l.org_id = t.org_id AND l.id = t.owner_id AND l.deleted_at IS NULL
+                  WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
+                    AND t.owner_type = 'location' AND t.deleted_at IS NULL
+                  ORDER BY t.id DESC LIMIT 1)
+            END AS location_id
+       FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[])
+            WITH ORDINALITY AS r(org_id, loc_id, external_key, tag_type, tag_value, i)`,
+    [
+      refs.map((r) => r.orgId),
+      refs.map((r) => r.id ?? null),
+      refs.map((r) => r.externalKey ?? null),
+      refs.map((r) => r.tagType ?? null),
+      refs.map((r) => r.value ?? null),
+    ],
+  );
+  const out: Array<number | null> = new Array(refs.length).fill(null);
+  for (const row of rows) out[Number(row.i) - 1] = row.location_id;
+  return out;
+}
+
+export interface TagRef {
+  orgId: number;
+  tagType: string;
+  value: string;
+}
+
+/**
+ * The asset each (tag_type, value) resolves to now (null when none): through
+ * the live tag with that pair, attached to a live asset, active and currently
+ * effective. A tag attached to a location resolves to nothing.
+ */
+export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<Array<number | null>> {
+  if (!refs.length) return [];
+  const rows = await query<{ i: bigint; asset_id: number | null }>(
+    db,
+    `SELECT r.i,
+            (SELECT t.owner_id FROM tracking.tags t
+               JOIN tracking.assets a ON a.org_id = t.org_id AND a.id = t.owner_id AND a.deleted_at IS NULL
+              WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
+                AND t.owner_type = 'asset' AND t.deleted_at IS NULL AND t.is_active
+                AND t.valid_from <= now() AND (t.valid_to IS NULL OR t.valid_to > now())
+              ORDER BY t.id DESC LIMIT 1) AS asset_id
+       FROM unnest($1::int[], $2::text[], $3::text[]) WITH ORDINALITY AS r(org_id, tag_type, tag_value, i)`,
+    [refs.map((r) => r.orgId), refs.map((r) => r.tagType), refs.map((r) => r.value)],
+  );
+  const out: Array<number | null> = new Array(refs.length).fill(null);
+  for (const row of rows) out[Number(row.i) - 1] = row.asset_id;
+  return out;
+}
+
+/** Live assets among the given ids (history reads are 404 for the others). */
+export async function liveAsset(db: Db, orgId: number, assetId: number): Promise<boolean> {
+  const rows = await query<{ found: boolean }>(
+    db,
+    `SELECT EXISTS (SELECT 1 FROM tracking.assets WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL) AS found`,
+    [orgId, assetId],
+  );
+  return rows[0]?.found === true;
+}

@@ -1,0 +1,266 @@
+/**
+ * Scan ingestion, one batch at a time:
+ *   1. parse every message (subject, JSON, schema) — refusals are dead-lettered;
+ *   2. catch the catalog replica up to the CATALOG stream's current position
+ *      ("catalog writes come first");
+ *   3. resolve organizations, locations and tags against the replica;
+ *   4. in one transaction: claim the idempotency keys, then write history rows
+ *      and move positions (only the scans whose key was new);
+ *   5. after commit: dead letters and position events, awaited;
+ *   6. then ack (term the dead-lettered).
+ * A crash anywhere before 6 redelivers the batch; step 4 then changes nothing,
+ * and the positions of the assets a redelivered scan resolves to are announced
+ * again (as `moved`, de-duplicated by Nats-Msg-Id), so an event lost between
+ * commit and publish is still sent. No outbox: no second write per asset.
+ */
+import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JsMsg, Logger } from "@whereabouts/shared";
+import { DataPhaseError, runIsolated } from "../db/batch-isolation.ts";
+import { inTransaction, type TrackingClient } from "../db/tracking-db.ts";
+import {
+  knownOrgs,
+  resolveAssetTags,
+  resolveLocations,
+  type LocationRef,
+  type TagRef,
+} from "../replica/replica-store.ts";
+import { deadLetter } from "./dead-letter.ts";
+import { publishPositions, verbOf, type PositionVerb } from "./position-publisher.ts";
+import { createScanMetrics } from "./scan-metrics.ts";
+import { parseScanMessage, type ParsedScan, type RefusedScan, type ScanMessage } from "./scan-parser.ts";
+import { claimKeys, currentPositions, recordScans, type PositionState, type ScanRow } from "./scan-store.ts";
+
+interface GoodScan {
+  msg: JsMsg;
+  scan: ParsedScan;
+  locationId: number;
+  assetIds: number[];
+}
+
+const toScanMessage = (msg: JsMsg): ScanMessage => ({
+  subject: msg.subject,
+  data: msg.data,
+  seq: msg.seq,
+  timestampNanos: msg.timestampNanos,
+});
+
+function locationRefKey(orgId: number, ref: ParsedScan["location"]): string {
+  if ("id" in ref) return `${orgId}|i|${ref.id}`;
+  if ("external_key" in ref) return `${orgId}|k|${ref.external_key}`;
+  return `${orgId}|t|${ref.tag_type}\u0000${ref.value}`;
+}
+
+export function createScanService(deps: {
+  db: TrackingClient;
+  js: JetStreamClient;
+  /** Catches the catalog replica up to the CATALOG stream's position now. */
+  catchUp: () => Promise<void>;
+  logger: Logger;
+}) {
+  const { db, js, logger } = deps;
+  const metrics = createScanMetrics();
+
+  async function dataPhase<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw new DataPhaseError(err instanceof Error ? err.message : String(err), { cause: err });
+    }
+  }
+
+  async function processBatch(messages: JsMsg[]): Promise<void> {
+    const started = performance.now();
+    const timings: Record<string, number> = {};
+    let mark = started;
+    const lap = (name: string) => {
+      const now = performance.now();
+      timings[name] = Math.round((now - mark) * 10) / 10;
+      mark = now;
+    };
+    const ordered = [...messages].sort((a, b) => a.seq - b.seq);
+    const skipped: JsMsg[] = [];
+    const refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }> = [];
+    let parsed: Array<{ msg: JsMsg; scan: ParsedScan }> = [];
+    for (const msg of ordered) {
+      const result = parseScanMessage(toScanMessage(msg));
+      if (result.kind === "skip") skipped.push(msg);
+      else if (result.kind === "refused") refused.push({ msg, refusal: result });
+      else parsed.push({ msg, scan: result });
+    }
+
+    const good: GoodScan[] = [];
+    let unresolvedTags = 0;
+    lap("parse_ms");
+    if (parsed.length) {
+      await deps.catchUp();
+      lap("catch_up_ms");
+      await dataPhase(async () => {
+        const orgs = await knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]);
+        parsed = parsed.filter(({ msg, scan }) => {
+          if (orgs.has(scan.orgId)) return true;
+          refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
+          return false;
+        });
+
+        const locationIndex = new Map<string, number>();
+        const locationRefs: LocationRef[] = [];
+        const tagIndex = new Map<string, number>();
+        const tagRefs: TagRef[] = [];
+        for (const { scan } of parsed) {
+          const lk = locationRefKey(scan.orgId, scan.location);
+          if (!locationIndex.has(lk)) {
+            locationIndex.set(lk, locationRefs.length);
+            const ref = scan.location;
+            locationRefs.push(
+              "id" in ref
+                ? { orgId: scan.orgId, id: ref.id }
+                : "external_key" in ref
+                  ? { orgId: scan.orgId, externalKey: ref.external_key }
+                  : { orgId: scan.orgId, tagType: ref.tag_type, value: ref.value },
+            );
+          }
+          for (const tag of scan.tags) {
+            const tk = `${scan.orgId}|${tag.tag_type}\u0000${tag.value}`;
+            if (!tagIndex.has(tk)) {
+              tagIndex.set(tk, tagRefs.length);
+              tagRefs.push({ orgId: scan.orgId, tagType: tag.tag_type, value: tag.value });
+            }
+          }
+        }
+        const [locations, assets] = await Promise.all([resolveLocations(db, locationRefs), resolveAssetTags(db, tagRefs)]);
+
+        for (const { msg, scan } of parsed) {
+          const locationId = locations[locationIndex.get(locationRefKey(scan.orgId, scan.location))!];
+          if (locationId == null) {
+            refused.push({
+              msg,
+              refusal: { org: String(scan.orgId), reason: "unknown_location", detail: "location does not name a live location" },
+            });
+            continue;
+          }
+          const assetIds = new Set<number>();
+          let unresolved = 0;
+          for (const tag of scan.tags) {
+            const assetId = assets[tagIndex.get(`${scan.orgId}|${tag.tag_type}\u0000${tag.value}`)!];
+            if (assetId == null) unresolved++;
+            else assetIds.add(assetId);
+          }
+          if (!assetIds.size) {
+            refused.push({
+              msg,
+              refusal: { org: String(scan.orgId), reason: "no_resolved_tags", detail: `none of ${scan.tags.length} tags resolves to an asset` },
+            });
+            continue;
+          }
+          unresolvedTags += unresolved;
+          good.push({ msg, scan, locationId, assetIds: [...assetIds] });
+        }
+      });
+    }
+
+    lap("resolve_ms");
+    // Idempotency inside the batch too: the first scan with a key wins.
+    const seenKeys = new Set<string>();
+    const unique = good.filter(({ scan }) => {
+      const k = `${scan.orgId}|${scan.key}`;
+      if (seenKeys.has(k)) return false;
+      seenKeys.add(k);
+      return true;
+    });
+
+    let fresh = 0;
+    let reads = 0;
+    let changes: PositionState[] = [];
+    if (unique.length) {
+      ({ fresh, reads, changes } = await dataPhase(() =>
+        inTransaction(db, async (tx) => {
+          const claimed = await claimKeys(
+            tx,
+            unique.map(({ scan }) => ({ orgId: scan.orgId, key: scan.key })),
+          );
+          const rows: ScanRow[] = [];
+          let fresh = 0;
+          unique.forEach(({ scan, locationId, assetIds }, ord) => {
+            if (!claimed.has(`${scan.orgId}|${scan.key}`)) return;
+            fresh++;
+            for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, locationId, ord });
+          });
+          return { fresh, reads: rows.length, changes: await recordScans(tx, rows) };
+        }),
+      ));
+    }
+
+    lap("commit_ms");
+    // After commit: announce (again, for redelivered scans) and dead-letter.
+    const announce: Array<{ state: PositionState; verb: PositionVerb }> = changes.map((state) => ({ state, verb: verbOf(state) }));
+    const announced = new Set(changes.map((c) => `${c.orgId}|${c.assetId}`));
+    const again = new Map<string, { orgId: number; assetId: number }>();
+    for (const { msg, scan, assetIds } of good) {
+      if (!msg.redelivered) continue;
+      for (const assetId of assetIds) {
+        const k = `${scan.orgId}|${assetId}`;
+        if (!announced.has(k)) again.set(k, { orgId: scan.orgId, assetId });
+      }
+    }
+    if (again.size) {
+      const states = await dataPhase(() => currentPositions(db, [...again.values()]));
+      for (const state of states) announce.push({ state, verb: "moved" });
+    }
+    refused.sort((a, b) => a.msg.seq - b.msg.seq);
+    await Promise.all([
+      publishPositions(js, announce),
+      ...refused.map(({ msg, refusal }) => deadLetter(js, toScanMessage(msg), refusal)),
+    ]);
+
+    lap("publish_ms");
+    for (const msg of skipped) msg.ack();
+    for (const { msg } of good) msg.ack();
+    for (const { msg, refusal } of refused) {
+      logger.warn({ subject: msg.subject, stream_seq: msg.seq, reason: refusal.reason, detail: refusal.detail }, "scan dead-lettered");
+      metrics.deadLettered[refusal.reason]++;
+      msg.term();
+    }
+    metrics.batches++;
+    metrics.scansProcessed += fresh;
+    metrics.scansDuplicate += good.length - fresh;
+    metrics.readsRecorded += reads;
+    metrics.tagsUnresolved += unresolvedTags;
+    metrics.positionEventsPublished += announce.length;
+    if (unresolvedTags) logger.info({ tags_unresolved: unresolvedTags }, "unresolved tags skipped");
+    logger.debug(
+      {
+        size: messages.length,
+        scans: fresh,
+        duplicates: good.length - fresh,
+        reads,
+        dead_lettered: refused.length,
+        events: announce.length,
+        ...timings,
+        total_ms: Math.round(performance.now() - started),
+      },
+      "scan batch committed",
+    );
+  }
+
+  /** The consumer's batch handler: processes, isolating poison (dead-lettered as processing_failed). */
+  async function handleBatch(messages: JsMsg[]): Promise<void> {
+    await runIsolated({
+      messages,
+      process: processBatch,
+      db,
+      logger,
+      reject: async (msg, err) => {
+        const parsed = parseScanMessage(toScanMessage(msg));
+        const org = parsed.kind === "scan" ? String(parsed.orgId) : "unknown";
+        const detail = err instanceof Error ? err.message : String(err);
+        logger.error({ err, subject: msg.subject, stream_seq: msg.seq }, "scan could not be processed; dead-lettered");
+        await deadLetter(js, toScanMessage(msg), { org, reason: "processing_failed", detail });
+        metrics.deadLettered.processing_failed++;
+        msg.term();
+      },
+    });
+  }
+
+  return { processBatch, handleBatch, metrics };
+}
+export type ScanService = ReturnType<typeof createScanService>;

@@ -1,0 +1,139 @@
+/**
+ * The hot SQL of ingestion, set-based: idempotency keys, then positions and
+ * history in one statement per batch.
+ */
+import { query, type Db } from "../db/tracking-db.ts";
+
+/**
+ * Records the idempotency keys; returns those that were new (as
+ * `<org_id>|<key>`). A key already present means the scan was processed.
+ */
+export async function claimKeys(tx: Db, keys: Array<{ orgId: number; key: string }>): Promise<Set<string>> {
+  if (!keys.length) return new Set();
+  const rows = await query<{ org_id: number; key: string }>(
+    tx,
+    `INSERT INTO tracking.scan_keys (org_id, key)
+     SELECT * FROM unnest($1::int[], $2::text[]) ORDER BY 1, 2
+     ON CONFLICT DO NOTHING
+     RETURNING org_id, key`,
+    [keys.map((k) => k.orgId), keys.map((k) => k.key)],
+  );
+  return new Set(rows.map((r) => `${r.org_id}|${r.key}`));
+}
+
+export interface ScanRow {
+  orgId: number;
+  assetId: number;
+  /** UTC with microseconds. */
+  observedAt: string;
+  locationId: number;
+  /** Ingestion order within the batch. */
+  ord: number;
+}
+
+export interface PositionState {
+  orgId: number;
+  assetId: number;
+  locationId: number;
+  /** UTC with microseconds. */
+  observedAt: string;
+  seq: number;
+  previousLocationId: number | null;
+}
+
+const MICROS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+
+/**
+ * One history row per scan row, and each asset's position moved to its newest
+ * scan when that is newer than the one it holds ((observed_at, seq); a tie on
+ * observed_at goes to the later-ingested scan). Every history row gets the
+ * asset's next ingestion sequence, handed out by the position row (locked by
+ * the upsert, so concurrent batches never share one). Returns the positions
+ * this batch changed.
+ */
+export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionState[]> {
+  if (!rows.length) return [];
+  const changed = await query<{
+    org_id: number;
+    asset_id: number;
+    location_id: number;
+    observed_at: string;
+    seq: number;
+    prev_location_id: number | null;
+  }>(
+    tx,
+    `WITH input AS (
+       SELECT * FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[])
+                AS t(org_id, asset_id, observed_at, location_id, ord)
+     ), ranked AS (
+       SELECT i.*, row_number() OVER (PARTITION BY org_id, asset_id ORDER BY ord)::int AS rn,
+              count(*) OVER (PARTITION BY org_id, asset_id)::int AS n
+         FROM input i
+     ), newest AS (
+       SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, observed_at, location_id, rn, n
+         FROM ranked ORDER BY org_id, asset_id, observed_at DESC, ord DESC
+     ), up AS (
+       INSERT INTO tracking.positions AS p (org_id, asset_id, location_id, observed_at, seq, scan_count, prev_location_id)
+       SELECT org_id, asset_id, location_id, observed_at, rn, n, NULL FROM newest ORDER BY org_id, asset_id
+       ON CONFLICT (org_id, asset_id) DO UPDATE SET
+         prev_location_id = CASE WHEN excluded.observed_at >= p.observed_at THEN p.location_id ELSE p.prev_location_id END,
+         location_id = CASE WHEN excluded.observed_at >= p.observed_at THEN excluded.location_id ELSE p.location_id END,
+         seq = CASE WHEN excluded.observed_at >= p.observed_at THEN p.scan_count + excluded.seq ELSE p.seq END,
+         observed_at = GREATEST(p.observed_at, excluded.observed_at),
+         scan_count = p.scan_count + excluded.scan_count
+       RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id
+     ), history AS (
+       INSERT INTO tracking.history (org_id, asset_id, observed_at, seq, location_id)
+       SELECT r.org_id, r.asset_id, r.observed_at, u.scan_count - r.n + r.rn, r.location_id
+         FROM ranked r JOIN up u ON u.org_id = r.org_id AND u.asset_id = r.asset_id
+        ORDER BY r.org_id, r.asset_id, r.observed_at
+     )
+     SELECT u.org_id, u.asset_id, u.location_id, to_char(u.observed_at AT TIME ZONE 'UTC', ${MICROS}) AS observed_at,
+            u.seq, u.prev_location_id
+       FROM up u JOIN newest n ON n.org_id = u.org_id AND n.asset_id = u.asset_id
+      WHERE u.seq > u.scan_count - n.n`,
+    [
+      rows.map((r) => r.orgId),
+      rows.map((r) => r.assetId),
+      rows.map((r) => r.observedAt),
+      rows.map((r) => r.locationId),
+      rows.map((r) => r.ord),
+    ],
+  );
+  return changed.map((r) => ({
+    orgId: r.org_id,
+    assetId: r.asset_id,
+    locationId: r.location_id,
+    observedAt: r.observed_at,
+    seq: r.seq,
+    previousLocationId: r.prev_location_id,
+  }));
+}
+
+/** Current positions of the given assets (to announce again after a redelivery). */
+export async function currentPositions(db: Db, assets: Array<{ orgId: number; assetId: number }>): Promise<PositionState[]> {
+  if (!assets.length) return [];
+  const rows = await query<{
+    org_id: number;
+    asset_id: number;
+    location_id: number;
+    observed_at: string;
+    seq: number;
+    prev_location_id: number | null;
+  }>(
+    db,
+    `SELECT p.org_id, p.asset_id, p.location_id, to_char(p.observed_at AT TIME ZONE 'UTC', ${MICROS}) AS observed_at,
+            p.seq, p.prev_location_id
+       FROM unnest($1::int[], $2::int[]) AS a(org_id, asset_id)
+       JOIN tracking.positions p ON p.org_id = a.org_id AND p.asset_id = a.asset_id`,
+    [assets.map((a) => a.orgId), assets.map((a) => a.assetId)],
+  );
+  return rows.map((r) => ({
+    orgId: r.org_id,
+    assetId: r.asset_id,
+    locationId: r.location_id,
+    observedAt: r.observed_at,
+    seq: r.seq,
+    previousLocationId: r.prev_location_id,
+  }));
+}

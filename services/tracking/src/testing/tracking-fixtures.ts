@@ -1,0 +1,192 @@
+/**
+ * Test fixtures for tracking: catalog events published to the real CATALOG
+ * stream (so tests need not run the catalog service), scans published to
+ * SCANS, and readers for the dead-letter and TRACKING streams. Used by tests
+ * only; nothing here is mocked.
+ */
+import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import {
+  catalogEventSubject,
+  CatalogEvent,
+  decodeJson,
+  encodeJson,
+  scanSubject,
+  STREAMS,
+  type AssetPositionEvent,
+  type NatsConnection,
+} from "@whereabouts/shared";
+
+const EPOCH = "2020-01-01T00:00:00.000Z";
+let eventCounter = 0;
+
+export interface LocationFacts {
+  id: number;
+  external_key: string;
+  valid_from?: string;
+  valid_to?: string | null;
+  deleted_at?: string | null;
+}
+
+export interface AssetFacts {
+  id: number;
+  external_key?: string;
+  deleted_at?: string | null;
+}
+
+export interface TagFacts {
+  id: number;
+  tag_type?: string;
+  value: string;
+  owner_type: "asset" | "location";
+  owner_id: number;
+  is_active?: boolean;
+  valid_from?: string;
+  valid_to?: string | null;
+  deleted_at?: string | null;
+}
+
+/** Publishes catalog events as catalog would, keeping per-entity versions. */
+export function catalogFixture(nc: NatsConnection) {
+  const js = jetstream(nc);
+  const versions = new Map<string, number>();
+  const nextVersion = (entity: string, id: number) => {
+    const v = (versions.get(`${entity}:${id}`) ?? 0) + 1;
+    versions.set(`${entity}:${id}`, v);
+    return v;
+  };
+
+  async function publish(event: CatalogEvent): Promise<CatalogEvent> {
+    const parsed = CatalogEvent.parse(event);
+    await js.publish(catalogEventSubject(parsed.org_id, parsed.entity, parsed.verb), encodeJson(parsed), {
+      msgID: parsed.event_id,
+    });
+    return parsed;
+  }
+
+  const base = (orgId: number, entity: "asset" | "location" | "tag", id: number, verb: CatalogEvent["verb"], version?: number) => ({
+    version: 1 as const,
+    event_id: `test-${process.pid}-${++eventCounter}-${Date.now()}`,
+    org_id: orgId,
+    entity_id: id,
+    entity_version: version ?? nextVersion(entity, id),
+    verb,
+    occurred_at: new Date().toISOString(),
+  });
+
+  return {
+    publish,
+    location(orgId: number, f: LocationFacts, opts: { verb?: CatalogEvent["verb"]; version?: number } = {}) {
+      return publish({
+        ...base(orgId, "location", f.id, opts.verb ?? "created", opts.version),
+        entity: "location",
+        data: {
+          id: f.id,
+          external_key: f.external_key,
+          name: f.external_key,
+          description: null,
+          is_active: true,
+          parent_id: null,
+          parent_external_key: null,
+          valid_from: f.valid_from ?? EPOCH,
+          valid_to: f.valid_to ?? null,
+          created_at: EPOCH,
+          updated_at: EPOCH,
+          deleted_at: f.deleted_at ?? null,
+          tags: [],
+        },
+      });
+    },
+    asset(orgId: number, f: AssetFacts, opts: { verb?: CatalogEvent["verb"]; version?: number } = {}) {
+      return publish({
+        ...base(orgId, "asset", f.id, opts.verb ?? "created", opts.version),
+        entity: "asset",
+        data: {
+          id: f.id,
+          external_key: f.external_key ?? `ASSET-${f.id}`,
+          name: `Asset ${f.id}`,
+          description: null,
+          is_active: true,
+          metadata: {},
+          valid_from: EPOCH,
+          valid_to: null,
+          location_id: null,
+          location_external_key: null,
+          created_at: EPOCH,
+          updated_at: EPOCH,
+          deleted_at: f.deleted_at ?? null,
+          tags: [],
+        },
+      });
+    },
+    tag(orgId: number, f: TagFacts, opts: { verb?: CatalogEvent["verb"]; version?: number } = {}) {
+      return publish({
+        ...base(orgId, "tag", f.id, opts.verb ?? "attached", opts.version),
+        entity: "tag",
+        data: {
+          id: f.id,
+          tag_type: f.tag_type ?? "rfid",
+          value: f.value,
+          is_active: f.is_active ?? true,
+          valid_from: f.valid_from ?? EPOCH,
+          valid_to: f.valid_to ?? null,
+          created_at: EPOCH,
+          updated_at: EPOCH,
+          owner_type: f.owner_type,
+          owner_id: f.owner_id,
+          deleted_at: f.deleted_at ?? null,
+        },
+      });
+    },
+  };
+}
+export type CatalogFixture = ReturnType<typeof catalogFixture>;
+
+/** Publishes a scan (any payload: objects are JSON-encoded, strings/bytes sent raw) and waits for SCANS to store it. */
+export async function publishScan(
+  nc: NatsConnection,
+  orgId: number | string,
+  payload: unknown,
+  source = "reader-1",
+): Promise<number> {
+  const data =
+    payload instanceof Uint8Array ? payload : typeof payload === "string" ? new TextEncoder().encode(payload) : encodeJson(payload);
+  const ack = await jetstream(nc).publish(scanSubject(orgId, source), data);
+  return ack.seq;
+}
+
+/** Every message a stream holds on subjects matching the filter, oldest first (an ordered, unacked read). */
+export async function readStream(
+  nc: NatsConnection,
+  stream: string,
+  filter?: string,
+): Promise<Array<{ subject: string; data: Uint8Array; headers: Record<string, string> }>> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(stream);
+  const out: Array<{ subject: string; data: Uint8Array; headers: Record<string, string> }> = [];
+  if (info.state.messages === 0) return out;
+  const consumer = await jetstream(nc).consumers.get(stream, {
+    ...(filter ? { filter_subjects: filter } : {}),
+    deliver_policy: DeliverPolicy.All,
+  });
+  const pattern = filter ? new RegExp(`^${filter.replace(/\./g, "\\.").replace(/\*/g, "[^.]+").replace(/>$/, ".+")}$`) : /.*/;
+  for (;;) {
+    const msg: JsMsg | null = await consumer.next({ expires: 1000 });
+    if (!msg) break;
+    const headers: Record<string, string> = {};
+    for (const [k, v] of msg.headers ?? []) headers[k] = v.join(",");
+    if (pattern.test(msg.subject)) out.push({ subject: msg.subject, data: msg.data, headers });
+    if (msg.info.pending === 0) break;
+  }
+  await consumer.delete().catch(() => undefined);
+  return out;
+}
+
+export async function deadLetters(nc: NatsConnection) {
+  const messages = await readStream(nc, STREAMS.SCANS_DLQ.name);
+  return messages.map((m) => ({ ...m, reason: m.headers["Whereabouts-DLQ-Reason"], text: new TextDecoder().decode(m.data) }));
+}
+
+export async function positionEvents(nc: NatsConnection, orgId: number) {
+  const messages = await readStream(nc, STREAMS.TRACKING.name, `tracking.events.${orgId}.asset.*`);
+  return messages.map((m) => ({ verb: m.subject.split(".").pop()!, event: decodeJson(m.data) as AssetPositionEvent }));
+}

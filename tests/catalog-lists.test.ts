@@ -1,0 +1,215 @@
+/** Asset and location lists: paging, sort, filters, q, visibility rules, query validation. */
+import { jetstream } from "@nats-io/jetstream";
+import { encodeJson } from "@whereabouts/shared";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type Stack } from "./harness.ts";
+import { apiClient, type ApiCall } from "./openapi-validator.ts";
+
+let stack: Stack;
+let api: ApiCall;
+let orgId: number;
+
+type Body = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const fields = (res: { body: Body }) => (res.body.error.fields as Body[]).map((f) => [f.field, f.code]);
+const keys = (res: { body: Body }) => (res.body.data as Body[]).map((r) => r.external_key);
+
+async function post(path: string, body: Body, call = api) {
+  const res = await call<Body>("POST", path, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data as Body;
+}
+
+/** Fixture: five assets in their own tenant, so totals are exact. */
+let fx: { api: ApiCall; assets: Body[]; dock: Body; yard: Body };
+
+beforeAll(async () => {
+  stack = await startStack({ label: "catalog_lists", services: ["catalog"] });
+  const tenant = await stack.tenant("Lists Org");
+  orgId = tenant.orgId;
+  api = apiClient(stack, tenant.auth);
+  const dock = await post("/api/v1/locations", { name: "Dock", external_key: "DOCK" });
+  const yard = await post("/api/v1/locations", { name: "Yard", external_key: "YARD" });
+  const assets = [];
+  for (const [k, name, extra] of [
+    ["B-2", "banana", { description: "Yellow FRUIT" }],
+    ["A-1", "cherry", { is_active: false }],
+    ["C-3", "apple", { tags: [{ tag_type: "rfid", value: "E2801160-XYZ" }] }],
+    ["D-4", "apple", { tags: [{ tag_type: "rfid", value: "HIDDEN-TAG", is_active: false }] }],
+    ["E-5", "date", { metadata: { percent: "100%_sure" } }],
+  ] as const) {
+    assets.push(await post("/api/v1/assets", { external_key: k, name, ...extra }));
+  }
+  // Not listed by default: expired, future and deleted rows.
+  await post("/api/v1/assets", { external_key: "X-EXPIRED", name: "apple", valid_to: "2001-01-01T00:00:00Z" });
+  await post("/api/v1/assets", { external_key: "X-FUTURE", name: "apple", valid_from: "2999-01-01T00:00:00Z" });
+  const deleted = await post("/api/v1/assets", { external_key: "X-DELETED", name: "apple" });
+  await api("DELETE", `/api/v1/assets/${deleted.id}`);
+  // Positions: B-2 and C-3 at the dock, A-1 in the yard.
+  const js = jetstream(stack.nc);
+  let seq = 0;
+  for (const [asset, loc] of [
+    [assets[0]!, dock],
+    [assets[2]!, dock],
+    [assets[1]!, yard],
+  ] as Array<[Body, Body]>) {
+    seq++;
+    await js.publish(
+      `tracking.events.${orgId}.asset.moved`,
+      encodeJson({
+        version: 1,
+        event_id: `moved:${orgId}:${asset.id}:${seq}`,
+        org_id: orgId,
+        asset_id: asset.id,
+        location_id: loc.id,
+        observed_at: "2026-01-01T00:00:00.000Z",
+        seq,
+      }),
+    );
+  }
+  fx = { api, assets, dock, yard };
+});
+afterAll(async () => stack?.close());
+
+describe("paging", () => {
+  it("defaults to limit 50, offset 0, with total_count across pages", async () => {
+    const res = await api<Body>("GET", "/api/v1/assets");
+    expect(res.body).toMatchObject({ limit: 50, offset: 0, total_count: 5 });
+    expect(keys(res)).toEqual(["A-1", "B-2", "C-3", "D-4", "E-5"]);
+    const page = await api<Body>("GET", "/api/v1/assets?limit=2&offset=2");
+    expect(page.body).toMatchObject({ limit: 2, offset: 2, total_count: 5 });
+    expect(keys(page)).toEqual(["C-3", "D-4"]);
+    const beyond = await api<Body>("GET", "/api/v1/assets?offset=99");
+    expect(beyond.body).toEqual({ data: [], limit: 50, offset: 99, total_count: 5 });
+    const huge = await api<Body>("GET", "/api/v1/assets?offset=1000000000000000000000");
+    expect(huge.body).toMatchObject({ data: [], total_count: 5 });
+    expect((await api<Body>("GET", "/api/v1/assets?limit=200")).status).toBe(200);
+  });
+
+  it("rejects bad limits and offsets", async () => {
+    const big = await api<Body>("GET", "/api/v1/assets?limit=201");
+    expect(big.body.error.fields).toEqual([expect.objectContaining({ field: "limit", code: "too_large", params: { max: 200 } })]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?limit=0"))).toEqual([["limit", "too_small"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?offset=-1"))).toEqual([["offset", "too_small"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?limit=ten"))).toEqual([["limit", "invalid_value"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/locations?limit=500"))).toEqual([["limit", "too_large"]]);
+  });
+});
+
+describe("sort", () => {
+  it("sorts by comma lists with '-' for descending, id as the final tiebreak", async () => {
+    expect(keys(await api<Body>("GET", "/api/v1/assets?sort=-external_key"))).toEqual(["E-5", "D-4", "C-3", "B-2", "A-1"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?sort=name"))).toEqual(["C-3", "D-4", "B-2", "A-1", "E-5"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?sort=name,-external_key"))).toEqual(["D-4", "C-3", "B-2", "A-1", "E-5"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?sort=-created_at"))).toEqual(["E-5", "D-4", "C-3", "A-1", "B-2"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?sort=updated_at"))).toEqual(["B-2", "A-1", "C-3", "D-4", "E-5"]);
+    expect(keys(await api<Body>("GET", "/api/v1/locations?sort=-name"))).toEqual(["YARD", "DOCK"]);
+  });
+
+  it("rejects unknown sort fields by name, per endpoint", async () => {
+    const res = await api<Body>("GET", "/api/v1/assets?sort=name,colour");
+    expect(res.body.error.fields).toEqual([expect.objectContaining({ field: "sort", code: "invalid_value", message: "unknown sort field: colour" })]);
+    const loc = await api<Body>("GET", "/api/v1/locations?sort=-updated_at");
+    expect(loc.body.error.fields[0].message).toBe("unknown sort field: updated_at");
+  });
+});
+
+describe("filters", () => {
+  it("treats repeated parameters as any-of and rejects commas in key filters", async () => {
+    expect(keys(await api<Body>("GET", "/api/v1/assets?external_key=C-3&external_key=A-1&external_key=NOPE"))).toEqual(["A-1", "C-3"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?external_key=NOPE"))).toEqual([]);
+    const comma = await api<Body>("GET", "/api/v1/assets?external_key=A-1,C-3");
+    expect(fields(comma)).toEqual([["external_key", "invalid_value"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?external_key=a.b"))).toEqual([["external_key", "invalid_value"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?external_key="))).toEqual([["external_key", "too_short"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/locations?parent_external_key=A,B"))).toEqual([
+      ["parent_external_key", "invalid_value"],
+    ]);
+  });
+
+  it("filters by location in either form (placement from tracking events)", async () => {
+    const { dock, yard } = fx;
+    expect(keys(await api<Body>("GET", `/api/v1/assets?location_id=${dock.id}`))).toEqual(["B-2", "C-3"]);
+    expect(keys(await api<Body>("GET", `/api/v1/assets?location_id=${dock.id}&location_id=${yard.id}`))).toEqual([
+      "A-1",
+      "B-2",
+      "C-3",
+    ]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?location_external_key=YARD"))).toEqual(["A-1"]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?location_id=0"))).toEqual([["location_id", "too_small"]]);
+    const row = (await api<Body>("GET", "/api/v1/assets?external_key=B-2")).body.data[0];
+    expect(row).toMatchObject({ location_id: dock.id, location_external_key: "DOCK" });
+  });
+
+  it("answers ambiguous_fields with one entry per parameter of a pair", async () => {
+    const res = await api<Body>("GET", `/api/v1/assets?location_id=1&location_external_key=DOCK`);
+    expect(fields(res)).toEqual([
+      ["location_id", "ambiguous_fields"],
+      ["location_external_key", "ambiguous_fields"],
+    ]);
+    expect(fields(await api<Body>("GET", `/api/v1/locations?parent_id=1&parent_external_key=DOCK`))).toEqual([
+      ["parent_id", "ambiguous_fields"],
+      ["parent_external_key", "ambiguous_fields"],
+    ]);
+  });
+
+  it("rejects unknown query keys and bad booleans", async () => {
+    expect(fields(await api<Body>("GET", "/api/v1/assets?colour=red"))).toEqual([["colour", "unknown_field"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/locations?metadata=x"))).toEqual([["metadata", "unknown_field"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?is_active=yes"))).toEqual([["is_active", "invalid_value"]]);
+    expect(fields(await api<Body>("GET", "/api/v1/assets?include_deleted=1"))).toEqual([["include_deleted", "invalid_value"]]);
+  });
+
+  it("filters on is_active and shows deleted rows only with include_deleted=true", async () => {
+    expect(keys(await api<Body>("GET", "/api/v1/assets?is_active=false"))).toEqual(["A-1"]);
+    expect((await api<Body>("GET", "/api/v1/assets?is_active=true")).body.total_count).toBe(4);
+    const withDeleted = await api<Body>("GET", "/api/v1/assets?include_deleted=true");
+    expect(keys(withDeleted)).toEqual(["A-1", "B-2", "C-3", "D-4", "E-5", "X-DELETED"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?include_deleted=true&is_active=false"))).toEqual(["A-1"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?external_key=X-DELETED"))).toEqual([]);
+    // Expired and future rows stay hidden from every list (rule 2) but answer by id (rule 3).
+    expect(keys(await api<Body>("GET", "/api/v1/assets?external_key=X-EXPIRED&include_deleted=true"))).toEqual([]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?external_key=X-FUTURE"))).toEqual([]);
+  });
+});
+
+describe("q", () => {
+  it("matches name, external_key, description and active effective tag values, case-insensitively", async () => {
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=APPLE"))).toEqual(["C-3", "D-4"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=e-5"))).toEqual(["E-5"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=yellow%20fruit"))).toEqual(["B-2"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=1160-x"))).toEqual(["C-3"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=hidden-tag"))).toEqual([]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=sure"))).toEqual([]);
+    // LIKE wildcards are literal characters.
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=%25"))).toEqual([]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=_"))).toEqual([]);
+    expect((await api<Body>("GET", "/api/v1/assets?q=apple&limit=1")).body.total_count).toBe(2);
+    expect(keys(await api<Body>("GET", "/api/v1/locations?q=doc"))).toEqual(["DOCK"]);
+  });
+
+  it("matches location tag values", async () => {
+    const l = await post("/api/v1/locations", { name: "Gate", tags: [{ tag_type: "barcode", value: "GATE-BARCODE-77" }] });
+    expect(keys(await api<Body>("GET", "/api/v1/locations?q=barcode-77"))).toEqual([l.external_key]);
+  });
+});
+
+describe("location list filters", () => {
+  it("filters by parent in either form and by is_active", async () => {
+    const p = await post("/api/v1/locations", { name: "P", external_key: "PARENT-L" });
+    const c1 = await post("/api/v1/locations", { name: "c1", external_key: "CHILD-1", parent_id: p.id });
+    await post("/api/v1/locations", { name: "c2", external_key: "CHILD-2", parent_id: p.id, is_active: false });
+    await post("/api/v1/locations", { name: "g", external_key: "GRANDCHILD", parent_id: c1.id });
+    expect(keys(await api<Body>("GET", `/api/v1/locations?parent_id=${p.id}`))).toEqual(["CHILD-1", "CHILD-2"]);
+    expect(keys(await api<Body>("GET", `/api/v1/locations?parent_external_key=PARENT-L&is_active=true`))).toEqual(["CHILD-1"]);
+    expect(keys(await api<Body>("GET", `/api/v1/locations?parent_id=${p.id}&parent_id=${c1.id}&sort=-external_key`))).toEqual([
+      "GRANDCHILD",
+      "CHILD-2",
+      "CHILD-1",
+    ]);
+    expect(keys(await api<Body>("GET", `/api/v1/locations?external_key=PARENT-L&external_key=CHILD-2`))).toEqual([
+      "CHILD-2",
+      "PARENT-L",
+    ]);
+  });
+});

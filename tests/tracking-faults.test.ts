@@ -1,0 +1,222 @@
+/**
+ * Tracking under faults, with a real nats-server and Postgres: the service
+ * stopped while scans arrive, NATS restarted under it, a poison message in a
+ * batch of good ones, and the process SIGKILLed in the middle of a batch.
+ * Every scan must end up processed exactly once.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstream } from "@nats-io/jetstream";
+import { encodeJson, repoRoot, scanSubject } from "@whereabouts/shared";
+import { eventually } from "@whereabouts/shared/testing";
+import pg from "pg";
+import { startStack, type Stack } from "./harness.ts";
+import {
+  catalogFixture,
+  deadLetters,
+  positionEvents,
+  publishScan,
+  type CatalogFixture,
+} from "../services/tracking/src/testing/tracking-fixtures.ts";
+
+let stack: Stack;
+let cat: CatalogFixture;
+let orgId: number;
+let auth: Record<string, string>;
+let sql: pg.Client;
+let nextId = 100;
+const id = () => nextId++;
+
+beforeAll(async () => {
+  stack = await startStack({ label: "tracking_faults", services: ["tracking"] });
+  ({ orgId, auth } = await stack.tenant());
+  cat = catalogFixture(stack.nc);
+  sql = new pg.Client({ connectionString: stack.db.url });
+  await sql.connect();
+});
+afterAll(async () => {
+  await sql?.end();
+  await stack?.close();
+});
+
+/** A location and `count` assets with one tag each. */
+async function seed(count: number) {
+  const location = { id: id(), external_key: `F-${nextId}` };
+  await cat.location(orgId, location);
+  const assets: Array<{ id: number; tag: string }> = [];
+  for (let i = 0; i < count; i++) {
+    const asset = { id: id(), tag: `F-${nextId}` };
+    await cat.asset(orgId, { id: asset.id });
+    await cat.tag(orgId, { id: id(), value: asset.tag, owner_type: "asset", owner_id: asset.id });
+    assets.push(asset);
+  }
+  return { location, assets };
+}
+
+async function rowCount(assetIds: number[]): Promise<number> {
+  const { rows } = await sql.query("SELECT count(*)::int AS n FROM tracking.history WHERE org_id = $1 AND asset_id = ANY($2::int[])", [
+    orgId,
+    assetIds,
+  ]);
+  return rows[0].n;
+}
+
+async function duplicateRows(assetIds: number[]): Promise<number> {
+  const { rows } = await sql.query(
+    `SELECT count(*)::int AS n FROM (SELECT asset_id, observed_at FROM tracking.history
+      WHERE org_id = $1 AND asset_id = ANY($2::int[]) GROUP BY 1, 2 HAVING count(*) > 1) d`,
+    [orgId, assetIds],
+  );
+  return rows[0].n;
+}
+
+const at = (i: number) => new Date(Date.UTC(2026, 6, 1) + i * 1000).toISOString();
+
+describe("faults", () => {
+  it("scans published while tracking is stopped are each processed once when it starts", async () => {
+    const { location, assets } = await seed(10);
+    await stack.stopService("tracking");
+    const js = jetstream(stack.nc);
+    for (let i = 0; i < 200; i++) {
+      const asset = assets[i % assets.length]!;
+      await js.publish(scanSubject(orgId, "r1"), encodeJson({ observed_at: at(i), location: { id: location.id }, tags: [{ tag_type: "rfid", value: asset.tag }] }));
+    }
+    expect(await rowCount(assets.map((a) => a.id))).toBe(0);
+    await stack.startService("tracking");
+    await eventually(async () => ((await rowCount(assets.map((a) => a.id))) === 200 ? true : undefined), 15_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await rowCount(assets.map((a) => a.id))).toBe(200);
+    expect(await duplicateRows(assets.map((a) => a.id))).toBe(0);
+  });
+
+  it("reconnects and resumes after NATS restarts", async () => {
+    const { location, assets } = await seed(2);
+    const ids = assets.map((a) => a.id);
+    await publishScan(stack.nc, orgId, { observed_at: at(1), location: { id: location.id }, tags: [{ tag_type: "rfid", value: assets[0]!.tag }] });
+    await eventually(async () => ((await rowCount(ids)) === 1 ? true : undefined));
+
+    await stack.nats.stop();
+    await new Promise((r) => setTimeout(r, 500));
+    await stack.nats.start();
+
+    // The publisher reconnects too; retry until JetStream answers again.
+    await eventually(
+      async () =>
+        publishScan(stack.nc, orgId, { event_id: "after-restart", observed_at: at(2), location: { id: location.id }, tags: [{ tag_type: "rfid", value: assets[1]!.tag }] }),
+      15_000,
+      200,
+    );
+    await eventually(async () => ((await rowCount(ids)) === 2 ? true : undefined), 20_000);
+    const res = await eventually(async () => {
+      const r = await stack.gateway.inject({ method: "GET", url: `/api/v1/assets/${assets[1]!.id}/history`, headers: auth });
+      return r.statusCode === 200 ? r : undefined;
+    }, 15_000, 200);
+    expect(res.json().total_count).toBe(1);
+  });
+
+  it("a poison message among good ones is dead-lettered; the good ones are processed", async () => {
+    const { location, assets } = await seed(5);
+    const before = (await deadLetters(stack.nc)).length;
+    const good = (i: number) => ({ observed_at: at(100 + i), location: { id: location.id }, tags: [{ tag_type: "rfid", value: assets[i]!.tag }] });
+    const js = jetstream(stack.nc);
+    // Published together so they share batches. The NUL in event_id passes the
+    // schema but Postgres refuses it: only isolation gets the others through.
+    const burst: unknown[] = [good(0), "{oops", good(1), { ...good(2), event_id: "nul\u0000id" }, good(3), { tags: "nope" }, good(4)];
+    await Promise.all(burst.map((p) => js.publish(scanSubject(orgId, "r1"), typeof p === "string" ? new TextEncoder().encode(p) : encodeJson(p))));
+    await eventually(async () => ((await rowCount(assets.map((a) => a.id))) === 4 ? true : undefined), 15_000);
+    const letters = await eventually(async () => {
+      const all = await deadLetters(stack.nc);
+      return all.length - before >= 3 ? all.slice(before) : undefined;
+    }, 15_000);
+    expect(letters.map((l) => l.reason).sort()).toEqual(["invalid_json", "invalid_schema", "processing_failed"]);
+    const { rows } = await sql.query("SELECT asset_id FROM tracking.history WHERE asset_id = $1", [assets[2]!.id]);
+    expect(rows).toEqual([]);
+  });
+
+  it("tracking SIGKILLed in the middle of a batch loses and duplicates nothing", async () => {
+    const { location, assets } = await seed(40);
+    const ids = assets.map((a) => a.id);
+    await stack.stopService("tracking");
+    const env = {
+      ...process.env,
+      NATS_URL: stack.nats.url,
+      DATABASE_URL: stack.db.url,
+      LOG_LEVEL: "warn",
+      TRACKING_SCAN_ACK_WAIT_MS: "1500",
+      TRACKING_SCAN_BATCH_SIZE: "100",
+    };
+    const children: ChildProcess[] = [];
+    const startChild = () => {
+      const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "services/tracking/src/main.ts")], {
+        cwd: repoRoot,
+        env,
+        stdio: ["ignore", "ignore", "inherit"],
+      });
+      children.push(child);
+      return child;
+    };
+    const kill = (child: ChildProcess) =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      });
+
+    try {
+      // 1. Hold the batch inside its transaction (positions locked), then kill the process.
+      const blocker = new pg.Client({ connectionString: stack.db.url });
+      await blocker.connect();
+      await blocker.query("BEGIN");
+      await blocker.query("LOCK TABLE tracking.positions IN SHARE MODE");
+      const first = startChild();
+      const js = jetstream(stack.nc);
+      const scans = 1500;
+      const perScan = 4;
+      const acks = [];
+      for (let i = 0; i < scans; i++) {
+        const tags = Array.from({ length: perScan }, (_, k) => ({ tag_type: "rfid", value: assets[(i * perScan + k) % assets.length]!.tag }));
+        // Half carry an event_id, half rely on the stream sequence.
+        const payload = { observed_at: at(i), location: { id: location.id }, tags, ...(i % 2 ? { event_id: `kill-${i}` } : {}) };
+        acks.push(js.publish(scanSubject(orgId, "r1"), encodeJson(payload)));
+      }
+      await Promise.all(acks);
+      await eventually(async () => {
+        const { rows } = await sql.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%tracking.positions%'`,
+        );
+        return rows[0].n > 0 ? true : undefined;
+      }, 20_000);
+      await kill(first);
+      await blocker.query("ROLLBACK");
+      await blocker.end();
+      expect(await rowCount(ids)).toBe(0);
+
+      // 2. Restart; kill again while batches are flowing; restart once more.
+      const second = startChild();
+      await eventually(async () => ((await rowCount(ids)) > 0 ? true : undefined), 20_000, 10);
+      await kill(second);
+      const partial = await rowCount(ids);
+      startChild();
+      const total = scans * perScan;
+      await eventually(async () => ((await rowCount(ids)) === total ? true : undefined), 25_000);
+      await new Promise((r) => setTimeout(r, 2000)); // past ack_wait: any redelivery would have landed
+      expect(await rowCount(ids)).toBe(total);
+      expect(await duplicateRows(ids)).toBe(0);
+      const { rows: keys } = await sql.query("SELECT count(*)::int AS n FROM tracking.scan_keys WHERE org_id = $1 AND (key LIKE 'e:kill-%' OR key LIKE 's:%')", [orgId]);
+      expect(keys[0].n).toBeGreaterThanOrEqual(scans);
+      expect(partial).toBeLessThanOrEqual(total);
+
+      // Every asset's newest position was announced (nothing lost between commit and publish).
+      const { rows: positions } = await sql.query("SELECT asset_id, location_id, seq FROM tracking.positions WHERE org_id = $1 AND asset_id = ANY($2::int[])", [orgId, ids]);
+      const events = await positionEvents(stack.nc, orgId);
+      for (const p of positions) {
+        const newest = events.filter((e) => e.event.asset_id === p.asset_id).reduce((a, b) => (b.event.seq > a.event.seq ? b : a));
+        expect(newest.event.seq).toBe(p.seq);
+      }
+    } finally {
+      for (const child of children) await kill(child);
+    }
+  }, 90_000);
+});
