@@ -168,6 +168,65 @@ describe("positions", () => {
   });
 });
 
+describe("total_count", () => {
+  it("stays exact through creates, scans, deletes and validity changes (maintained counts + validity windows)", async () => {
+    const t = await stack.tenant("Counts");
+    const p = createEventPublisher(stack.nc, t.orgId);
+    await p.location({ id: 1, key: "C-LOC" });
+    const sql = new pg.Client({ connectionString: stack.db.url });
+    await sql.connect();
+    const direct = async (includeDeleted: boolean) =>
+      Number(
+        (
+          await sql.query(
+            `SELECT count(*) AS n FROM reporting.assets WHERE org_id = $1 AND last_seen_at IS NOT NULL AND external_key IS NOT NULL
+                AND valid_from <= now() AND (valid_to IS NULL OR valid_to > now()) ${includeDeleted ? "" : "AND deleted_at IS NULL"}`,
+            [t.orgId],
+          )
+        ).rows[0].n,
+      );
+    const check = async () => {
+      for (const includeDeleted of [false, true]) {
+        const res = await stack.gateway.inject({
+          method: "GET",
+          url: `/api/v1/reports/asset-locations?limit=1&include_deleted=${includeDeleted}`,
+          headers: t.auth,
+        });
+        expect(res.json().total_count).toBe(await direct(includeDeleted));
+      }
+    };
+    const versions = new Map<number, number>();
+    const next = (assetId: number) => {
+      const v = (versions.get(assetId) ?? 0) + 1;
+      versions.set(assetId, v);
+      return v;
+    };
+    let seq = 0;
+    const scan = (assetId: number) =>
+      p.position({ assetId, locationId: 1, observedAt: new Date(Date.UTC(2026, 10, 20, 10, 0, ++seq)).toISOString(), seq });
+    try {
+      for (let round = 0; round < 40; round++) {
+        const assetId = 1 + (round % 12);
+        const key = `CNT-${assetId}`;
+        switch (round % 8) {
+          case 0: await p.asset({ id: assetId, key, version: next(assetId) }); break;
+          case 1: await scan(assetId); break;
+          case 2: await p.asset({ id: assetId, key, version: next(assetId), validTo: "2099-01-01T00:00:00.000Z" }); break;
+          case 3: await p.asset({ id: assetId, key, version: next(assetId), validFrom: "2099-01-01T00:00:00.000Z" }); break;
+          case 4: await p.asset({ id: assetId, key, version: next(assetId), validTo: "2025-01-01T00:00:00.000Z", validFrom: "2024-01-01T00:00:00.000Z" }); break;
+          case 5: await p.asset({ id: assetId, key, version: next(assetId), deletedAt: "2026-01-01T00:00:00.000Z" }); break;
+          case 6: await scan(assetId); await p.asset({ id: assetId, key, version: next(assetId) }); break;
+          case 7: await p.asset({ id: assetId, key, version: 1 }); break; // stale: no change
+        }
+        await check();
+      }
+      expect(await direct(false)).toBeGreaterThan(0);
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
 describe("unusable events", () => {
   it("are terminated without blocking the stream or read-your-writes", async () => {
     const js = jetstream(stack.nc);

@@ -43,6 +43,14 @@ const tableOids = async () =>
   ).rows.map((r) => r.oid);
 const indexNames = async () =>
   (await sql.query<{ indexname: string; tablename: string }>("SELECT tablename, indexname FROM pg_indexes WHERE schemaname = 'reporting' ORDER BY 1, 2")).rows;
+const triggerNames = async () =>
+  (
+    await sql.query<{ name: string }>(
+      "SELECT c.relname || '.' || t.tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'reporting' AND NOT t.tgisinternal ORDER BY 1",
+    )
+  ).rows.map((r) => r.name);
+const countRows = async () =>
+  (await sql.query<{ org_id: number; open_live: number; open_all: number }>("SELECT * FROM reporting.counts ORDER BY org_id")).rows;
 
 beforeAll(async () => {
   stack = await startStack({ label: "reporting_rebuild", services: ["reporting"] });
@@ -86,11 +94,14 @@ describe("reporting rebuild", () => {
     expect(expected).toHaveLength(ASSETS);
     const oidsBefore = await tableOids();
     const indexesBefore = await indexNames();
+    const triggersBefore = await triggerNames();
+    expect(triggersBefore).toHaveLength(3);
 
     // Damage the live read model: only a rebuild from the streams can repair it.
     await sql.query("UPDATE reporting.assets SET external_key = 'DAMAGED' WHERE asset_id <= 50");
     await sql.query("DELETE FROM reporting.locations");
     await sql.query("DELETE FROM reporting.tags");
+    await sql.query("UPDATE reporting.counts SET open_live = 0, open_all = 0");
 
     // Readers during the whole rebuild: every answer a 200 with the full count.
     let reading = true;
@@ -132,6 +143,13 @@ describe("reporting rebuild", () => {
     // Fresh tables, same structure (index names included), scratch schemas gone.
     expect(await tableOids()).not.toEqual(oidsBefore);
     expect(await indexNames()).toEqual(indexesBefore);
+    expect(await triggerNames()).toEqual(triggersBefore);
+    // The counts were rebuilt too: total_count agrees with the rows.
+    expect(await countRows()).toEqual([
+      expect.objectContaining({ open_all: ASSETS + 1, open_live: ASSETS + 1 - ASSETS / 25 }),
+    ]);
+    expect((await report("limit=1")).json().total_count).toBe(ASSETS + 1 - ASSETS / 25);
+    expect((await report("limit=1&include_deleted=true")).json().total_count).toBe(ASSETS + 1);
     const scratch = await sql.query("SELECT nspname FROM pg_namespace WHERE nspname IN ('reporting_build', 'reporting_retired')");
     expect(scratch.rowCount).toBe(0);
 

@@ -103,7 +103,7 @@ describe("serveRpc / callRpc", () => {
   });
 
   it("a reply that is not an RpcReply is an internal error, not a 503", async () => {
-    const sub = server.subscribe("catalog.bad.reply", { callback: (_e, msg) => msg.respond(encodeJson({ status: "x" })) });
+    const sub = server.subscribe("catalog.bad.reply", { callback: (_e, msg) => void msg.respond(encodeJson({ status: "x" })) });
     await server.flush();
     try {
       const err = await callRpc(client, "catalog.bad.reply", request(), { timeoutMs: 1000 }).catch((e: unknown) => e);

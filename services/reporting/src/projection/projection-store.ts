@@ -12,7 +12,8 @@ export const LIVE_SCHEMA = "reporting";
 export const BUILD_SCHEMA = "reporting_build";
 export const RETIRED_SCHEMA = "reporting_retired";
 export type ReadModelSchema = typeof LIVE_SCHEMA | typeof BUILD_SCHEMA;
-export const READ_MODEL_TABLES = ["assets", "locations", "tags"] as const;
+/** Every table of the read model (the rebuild clones and swaps them together). */
+export const READ_MODEL_TABLES = ["assets", "locations", "tags", "counts"] as const;
 
 export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
   /** entity_version of the asset event that embedded the tag. */
@@ -20,7 +21,7 @@ export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
 }
 
 export function createProjectionStore(schema: ReadModelSchema) {
-  const t = (table: (typeof READ_MODEL_TABLES)[number]) => `"${schema}"."${table}"`;
+  const t = (table: Exclude<(typeof READ_MODEL_TABLES)[number], "counts">) => `"${schema}"."${table}"`;
 
   return {
     async upsertLocations(tx: SqlRunner, rows: LocationRow[]): Promise<number> {

@@ -3,8 +3,10 @@
  * while the endpoint keeps answering.
  *
  * 1. Fresh tables in schema `reporting_build`, cloned from the live ones
- *    (columns, defaults, constraints, and later every index with its exact
- *    name), so the swapped-in tables match schema.prisma and the migrations.
+ *    (columns, defaults, constraints, triggers, and after the load every index
+ *    with its exact name), so the swapped-in tables match schema.prisma and
+ *    the migrations. The trigger functions stay in `reporting`; they write the
+ *    counts table of the schema their table is in.
  * 2. Replay CATALOG and TRACKING from their first sequence with ordered
  *    (ephemeral) consumers through the same projection code as the live
  *    consumers; then build the secondary indexes and ANALYZE.
@@ -240,7 +242,10 @@ async function dropScratchSchemas(db: SqlRunner): Promise<void> {
   await db.$executeRawUnsafe(`DROP SCHEMA IF EXISTS "${BUILD_SCHEMA}" CASCADE`);
 }
 
-/** Columns, defaults, NOT NULL/CHECK, primary and unique constraints (with their names) of the live tables. */
+/**
+ * Columns, defaults, NOT NULL/CHECK, primary and unique constraints (with
+ * their names) and triggers of the live tables.
+ */
 async function createBuildTables(db: ReportingDb): Promise<void> {
   for (const table of READ_MODEL_TABLES) {
     await db.$executeRawUnsafe(
@@ -256,6 +261,24 @@ async function createBuildTables(db: ReportingDb): Promise<void> {
       await db.$executeRawUnsafe(`ALTER TABLE "${BUILD_SCHEMA}"."${table}" ADD CONSTRAINT "${c.name}" ${c.def}`);
     }
   }
+  // Triggers (the counts), before the load so the counts follow every batch.
+  await db.$transaction(async (tx) => {
+    await tx.$executeRawUnsafe(`SET LOCAL search_path TO pg_catalog`);
+    for (const table of READ_MODEL_TABLES) {
+      const triggers = await tx.$queryRawUnsafe<Array<{ def: string }>>(
+        `SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal ORDER BY tgname`,
+        `"${LIVE_SCHEMA}"."${table}"`,
+      );
+      for (const trigger of triggers) await tx.$executeRawUnsafe(retarget(trigger.def, table));
+    }
+  }, TX_OPTIONS);
+}
+
+/** A live table's index or trigger definition, aimed at its build twin. */
+function retarget(definition: string, table: string): string {
+  const on = ` ON ${LIVE_SCHEMA}.${table} `;
+  if (!definition.includes(on)) throw new Error(`unexpected definition: ${definition}`);
+  return definition.replace(on, ` ON ${BUILD_SCHEMA}.${table} `);
 }
 
 /** Every other index of the live tables, same name and definition, built after the bulk load. */
@@ -272,11 +295,7 @@ async function createBuildIndexes(db: ReportingDb): Promise<void> {
           ORDER BY c.relname`,
         `"${LIVE_SCHEMA}"."${table}"`,
       );
-      for (const index of indexes) {
-        const on = ` ON ${LIVE_SCHEMA}.${table} USING `;
-        if (!index.def.includes(on)) throw new Error(`unexpected index definition: ${index.def}`);
-        await tx.$executeRawUnsafe(index.def.replace(on, ` ON ${BUILD_SCHEMA}.${table} USING `));
-      }
+      for (const index of indexes) await tx.$executeRawUnsafe(retarget(index.def, table));
     }
   }, TX_OPTIONS);
 }

@@ -16,8 +16,9 @@
  *  - q: two disjoint branches, "name or external_key matches" and "otherwise a
  *    live tag value matches", each planned on its own (trigram bitmap when the
  *    match is rare, an ordered walk when it is common), merged by UNION ALL;
- *  - total_count without filters: two index-only counts (rows without an
- *    expiry, rows with one) instead of visiting every row.
+ *  - total_count without filters: the per-organization count the triggers
+ *    keep, corrected for validity windows at query time through two small
+ *    partial indexes, instead of visiting every row.
  */
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ReportQuery } from "./report-query.ts";
@@ -57,6 +58,7 @@ export function createReportStore(schema = "reporting") {
   const assets = `"${schema}"."assets"`;
   const locations = `"${schema}"."locations"`;
   const tags = `"${schema}"."tags"`;
+  const counts = `"${schema}"."counts"`;
   const withLocation = `${assets} a LEFT JOIN ${locations} l ON l.org_id = a.org_id AND l.location_id = a.location_id`;
 
   function build(orgId: number, query: ReportQuery): Built {
@@ -139,10 +141,13 @@ export function createReportStore(schema = "reporting") {
         sql = `SELECT ((SELECT count(*) FROM ${from} WHERE ${where} AND ${b.branches[0]})
                      + (SELECT count(*) FROM ${from} WHERE ${where} AND ${b.branches[1]}))::int AS total`;
       } else if (!b.filtered) {
-        // Same rows as `where`, split by valid_to so each half is an index-only count.
-        const live = query.includeDeleted ? "" : " AND a.deleted_at IS NULL";
-        sql = `SELECT ((SELECT count(*) FROM ${assets} a
-                         WHERE a.org_id = $1 AND ${REPORT_ROW} AND a.valid_to IS NULL${live} AND a.valid_from <= now())
+        // Same rows as `where`, without visiting them: the maintained count of
+        // rows without an expiry, minus those not valid yet, plus the currently
+        // valid rows that have an expiry (both through small partial indexes).
+        const [open, live] = query.includeDeleted ? ["open_all", ""] : ["open_live", " AND a.deleted_at IS NULL"];
+        sql = `SELECT (COALESCE((SELECT c.${open} FROM ${counts} c WHERE c.org_id = $1), 0)
+                     - (SELECT count(*) FROM ${assets} a
+                         WHERE a.org_id = $1 AND ${REPORT_ROW} AND a.valid_to IS NULL${live} AND a.valid_from > now())
                      + (SELECT count(*) FROM ${assets} a
                          WHERE a.org_id = $1 AND ${REPORT_ROW} AND a.valid_to IS NOT NULL${live}
                            AND a.valid_to > now() AND a.valid_from <= now()))::int AS total`;
