@@ -59,6 +59,7 @@ beforeAll(async () => {
   await pubA.tag({ id: 504, assetId: 5, value: "GONE-VAL", deletedAt: PAST, version: 2 });
   await pubA.tag({ id: 505, assetId: 5, value: "SOON-VAL", validFrom: FUTURE });
   await pubA.tag({ id: 506, assetId: 101, value: "LOCTAG-XYZ", ownerType: "location" });
+  await pubA.tag({ id: 507, assetId: 5, value: "License-Plate-5", tagType: "barcode" });
   await pubA.scannedAsset({ id: 6, key: "DELETED-6", locationId: 101, observedAt: at(5), deletedAt: PAST });
   await pubA.scannedAsset({ id: 7, key: "EXPIRED-7", locationId: 101, observedAt: at(6), validFrom: LONG_AGO, validTo: PAST });
   await pubA.asset({ id: 8, key: "NEVER-8" });
@@ -189,6 +190,16 @@ describe("q", () => {
     expect(await ids("q=GONE-VAL")).toEqual([]);
     expect(await ids("q=SOON-VAL")).toEqual([]);
     expect(await ids("q=LOCTAG")).toEqual([]);
+  });
+
+  it("merges name/key matches and tag-only matches in one order, with paging and total_count", async () => {
+    // "lic": asset 1 by name (Hydraulic Pump), asset 5 by a tag value only.
+    expect((await report(a.auth, "q=LIC")).json()).toMatchObject({ total_count: 2, data: [{ asset_id: 5 }, { asset_id: 1 }] });
+    expect(await ids("q=lic&sort=asset_last_seen")).toEqual([1, 5]);
+    expect(await ids("q=lic&sort=-asset_external_key")).toEqual([5, 1]);
+    expect(await ids("q=lic&limit=1&offset=1")).toEqual([1]);
+    expect((await report(a.auth, "q=lic&offset=2")).json()).toMatchObject({ total_count: 2, data: [] });
+    expect(await ids("q=lic&location_external_key=ROOM-5")).toEqual([5]);
   });
 
   it("treats % and _ literally and combines with filters and total_count", async () => {

@@ -130,7 +130,7 @@ export async function buildGateway(deps: GatewayDeps) {
       request.log.error({ err, request_id: request.id }, "request failed");
     }
     if (mapped instanceof AppError) for (const [name, value] of Object.entries(mapped.headers)) reply.header(name, value);
-    return reply.code(envelope.error.status).header("content-type", "application/json").send(JSON.stringify(envelope));
+    return reply.code(envelope.error.status).header("content-type", "application/json").send(Buffer.from(JSON.stringify(envelope)));
   }
 
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err));
@@ -175,7 +175,7 @@ export async function buildGateway(deps: GatewayDeps) {
     config: { probe: true } satisfies RouteConfig,
     handler: async (request, reply) => {
       probeMethods(request, reply);
-      return reply.header("content-type", "application/json").send(JSON.stringify({ status: "ok" }));
+      return reply.header("content-type", "application/json").send(Buffer.from(JSON.stringify({ status: "ok" })));
     },
   });
 
@@ -191,7 +191,7 @@ export async function buildGateway(deps: GatewayDeps) {
         : SERVICES.map(() => false);
       const checks: Record<string, boolean> = { nats, ...Object.fromEntries(SERVICES.map((s, i) => [s, services[i]!])) };
       if (nats && services.every(Boolean)) {
-        return reply.header("content-type", "application/json").send(JSON.stringify({ status: "ready", checks }));
+        return reply.header("content-type", "application/json").send(Buffer.from(JSON.stringify({ status: "ready", checks })));
       }
       const down = Object.entries(checks).filter(([, ok]) => !ok).map(([name]) => name);
       throw serviceUnavailable(`Not ready: ${down.join(", ")} not answering`, 1);
@@ -275,7 +275,7 @@ export async function buildGateway(deps: GatewayDeps) {
     reply.code(result.status);
     if (result.body === undefined || result.status === 204) return reply.send();
     const payload = JSON.stringify(fixRequestId(result.body, request.id));
-    return reply.header("content-type", "application/json").send(payload);
+    return reply.header("content-type", "application/json").send(Buffer.from(payload));
   }
 
   async function orgsMe(principal: Principal): Promise<RpcReply> {

@@ -127,7 +127,20 @@ async function rebuild(deps: RebuildDeps, started: number): Promise<RebuildFigur
     }
     await deps.beforeSwap?.();
 
-    const swapMs = await swap(db, jsm, replayTo, logger);
+    // A failed swap rolls back the tail it replayed: rewind to retry it.
+    let swapMs: number;
+    for (let attempt = 1; ; attempt++) {
+      const saved = { cursor: { ...cursor }, figures: { ...figures } };
+      try {
+        swapMs = await swap(db, jsm, replayTo);
+        break;
+      } catch (err) {
+        Object.assign(cursor, saved.cursor);
+        Object.assign(figures, saved.figures);
+        if (attempt >= 3) throw err;
+        logger.warn({ err, attempt }, "rebuild: swap failed; retrying");
+      }
+    }
     await dropScratchSchemas(db);
 
     const [counts] = await db.$queryRawUnsafe<Array<Record<string, number>>>(
@@ -163,30 +176,22 @@ async function swap(
   db: ReportingDb,
   jsm: JetStreamManager,
   replayTo: (ends: Record<StreamKind, number>, tx?: SqlRunner) => Promise<void>,
-  logger: Logger,
 ): Promise<number> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await db.$transaction(async (tx) => {
-        await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '10s'`);
-        await takeSwapLockExclusive(tx);
-        const locked = Date.now();
-        // Live batches are paused: whatever the live tables hold is in the streams up to here.
-        await replayTo(await streamEnds(jsm), tx);
-        await tx.$executeRawUnsafe(`CREATE SCHEMA "${RETIRED_SCHEMA}"`);
-        for (const table of READ_MODEL_TABLES) {
-          await tx.$executeRawUnsafe(`ALTER TABLE "${LIVE_SCHEMA}"."${table}" SET SCHEMA "${RETIRED_SCHEMA}"`);
-        }
-        for (const table of READ_MODEL_TABLES) {
-          await tx.$executeRawUnsafe(`ALTER TABLE "${BUILD_SCHEMA}"."${table}" SET SCHEMA "${LIVE_SCHEMA}"`);
-        }
-        return Date.now() - locked;
-      }, TX_OPTIONS);
-    } catch (err) {
-      if (attempt >= 3) throw err;
-      logger.warn({ err, attempt }, "rebuild: swap failed; retrying");
+  return db.$transaction(async (tx) => {
+    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '10s'`);
+    await takeSwapLockExclusive(tx);
+    const locked = Date.now();
+    // Live batches are paused: whatever the live tables hold is in the streams up to here.
+    await replayTo(await streamEnds(jsm), tx);
+    await tx.$executeRawUnsafe(`CREATE SCHEMA "${RETIRED_SCHEMA}"`);
+    for (const table of READ_MODEL_TABLES) {
+      await tx.$executeRawUnsafe(`ALTER TABLE "${LIVE_SCHEMA}"."${table}" SET SCHEMA "${RETIRED_SCHEMA}"`);
     }
-  }
+    for (const table of READ_MODEL_TABLES) {
+      await tx.$executeRawUnsafe(`ALTER TABLE "${BUILD_SCHEMA}"."${table}" SET SCHEMA "${LIVE_SCHEMA}"`);
+    }
+    return Date.now() - locked;
+  }, TX_OPTIONS);
 }
 
 async function streamEnds(jsm: JetStreamManager): Promise<Record<StreamKind, number>> {
