@@ -31,11 +31,20 @@ COPY services/tracking/package.json services/tracking/
 COPY services/reporting/package.json services/reporting/
 COPY tests/package.json tests/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# Sources only (with the generated Prisma clients): nothing from the build
+# stage's node_modules, which hold the dev dependencies.
 COPY --from=build /app/packages/shared/src packages/shared/src
-COPY --from=build /app/services services
+COPY --from=build /app/services/gateway/src services/gateway/src
+COPY --from=build /app/services/catalog/src services/catalog/src
+COPY --from=build /app/services/tracking/src services/tracking/src
+COPY --from=build /app/services/reporting/src services/reporting/src
 COPY --from=build /app/prisma prisma
 COPY --from=build /app/scripts/migrate.ts scripts/migrate.ts
+# tsx compiles with the repository's compiler options, as in `npm start`.
+COPY --from=build /app/tsconfig.json /app/tsconfig.base.json ./
+# The image's unprivileged "node" user (uid 1000; the manifests' runAsUser).
 USER node
+# tini as PID 1: forwards SIGTERM to node (graceful shutdown) and reaps zombies.
 ENTRYPOINT ["/usr/bin/tini", "--"]
 
 FROM runtime AS gateway

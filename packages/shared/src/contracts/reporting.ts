@@ -27,15 +27,3 @@ export type AssetLocationList = z.infer<typeof AssetLocationList>;
 export const REPORT_SORT_FIELDS = ["asset_last_seen", "asset_external_key", "location_external_key"] as const;
 export type ReportSortField = (typeof REPORT_SORT_FIELDS)[number];
 
-/** Query keys the report accepts; any other key is 400 unknown_field (is_active included). */
-export const REPORT_QUERY_KEYS = [
-  "location_id",
-  "location_external_key",
-  "asset_id",
-  "asset_external_key",
-  "include_deleted",
-  "q",
-  "limit",
-  "offset",
-  "sort",
-] as const;

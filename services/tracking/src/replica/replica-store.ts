@@ -160,11 +160,14 @@ export async function resolveLocations(db: Db, refs: LocationRef[]): Promise<Arr
                   WHERE l.org_id = r.org_id AND l.external_key = r.external_key AND l.deleted_at IS NULL
                   ORDER BY l.id DESC LIMIT 1)
               ELSE
-                (SELECT l.id FROM tracking.tags t
-                   JOIN tracking.locations l ON l.org_id = t.org_id AND l.id = t.owner_id AND l.deleted_at IS NULL
-                  WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
-                    AND t.owner_type = 'location' AND t.deleted_at IS NULL
-                  ORDER BY t.id DESC LIMIT 1)
+                (SELECT l.id FROM (
+                   SELECT t.owner_id FROM tracking.tags t
+                    WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
+                      AND t.owner_type = 'location' AND t.deleted_at IS NULL
+                    ORDER BY t.id DESC LIMIT 1) t
+                  CROSS JOIN LATERAL (
+                   SELECT l.id FROM tracking.locations l
+                    WHERE l.org_id = r.org_id AND l.id = t.owner_id AND l.deleted_at IS NULL) l)
             END AS location_id
        FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[])
             WITH ORDINALITY AS r(org_id, loc_id, external_key, tag_type, tag_value, i)`,
@@ -194,16 +197,21 @@ export interface TagRef {
  */
 export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<Array<number | null>> {
   if (!refs.length) return [];
+  // The owner's liveness is a scalar subquery per row: always a primary-key
+  // probe, whatever the planner believes about the replica's size.
   const rows = await query<{ i: bigint; asset_id: number | null }>(
     db,
     `SELECT r.i,
-            (SELECT t.owner_id FROM tracking.tags t
-               JOIN tracking.assets a ON a.org_id = t.org_id AND a.id = t.owner_id AND a.deleted_at IS NULL
-              WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
-                AND t.owner_type = 'asset' AND t.deleted_at IS NULL AND t.is_active
-                AND t.valid_from <= now() AND (t.valid_to IS NULL OR t.valid_to > now())
-              ORDER BY t.id DESC LIMIT 1) AS asset_id
-       FROM unnest($1::int[], $2::text[], $3::text[]) WITH ORDINALITY AS r(org_id, tag_type, tag_value, i)`,
+            CASE WHEN (SELECT a.deleted_at IS NULL FROM tracking.assets a WHERE a.org_id = r.org_id AND a.id = t.owner_id)
+                 THEN t.owner_id END AS asset_id
+       FROM unnest($1::int[], $2::text[], $3::text[]) WITH ORDINALITY AS r(org_id, tag_type, tag_value, i)
+       LEFT JOIN LATERAL (
+         SELECT t.owner_id FROM tracking.tags t
+          WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
+            AND t.owner_type = 'asset' AND t.deleted_at IS NULL AND t.is_active
+            AND t.valid_from <= now() AND (t.valid_to IS NULL OR t.valid_to > now())
+          ORDER BY t.id DESC LIMIT 1
+       ) t ON true`,
     [refs.map((r) => r.orgId), refs.map((r) => r.tagType), refs.map((r) => r.value)],
   );
   const out: Array<number | null> = new Array(refs.length).fill(null);

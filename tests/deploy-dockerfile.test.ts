@@ -1,0 +1,151 @@
+/**
+ * The Dockerfile's structure, checked without a Docker engine (none runs
+ * here): one build stage, a small runtime stage (non-root user, tini as PID 1,
+ * production dependencies only, no dev tools), and one target per service
+ * plus the migrator, each running its entry point with tsx.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { GatewayEnv } from "../services/gateway/src/config.ts";
+import { parseDockerfile, repoRoot, stageChain, type DockerInstruction, type DockerStage } from "./deploy-render.ts";
+
+const stages = parseDockerfile(readFileSync(path.join(repoRoot, "Dockerfile"), "utf8"));
+const stage = (name: string): DockerStage => {
+  const found = stages.find((s) => s.name === name);
+  if (!found) throw new Error(`no stage ${name}`);
+  return found;
+};
+/** The services are the directories with a process entry. */
+const SERVICES = readdirSync(path.join(repoRoot, "services")).filter((d) => existsSync(path.join(repoRoot, "services", d, "src/main.ts")));
+const TARGETS = [...SERVICES, "migrate"];
+/** The last instruction of this keyword along the target's FROM chain. */
+const effective = (target: string, keyword: string): DockerInstruction | undefined => {
+  for (const s of stageChain(stages, target)) {
+    const found = s.instructions.filter((i) => i.keyword === keyword).at(-1);
+    if (found) return found;
+  }
+  return undefined;
+};
+const exposed = (target: string) =>
+  stageChain(stages, target)
+    .flatMap((s) => s.instructions.filter((i) => i.keyword === "EXPOSE"))
+    .flatMap((i) => i.args.split(/\s+/))
+    .map((p) => Number(p.replace(/\/tcp$/, "")));
+
+describe("Dockerfile", () => {
+  it("has the build and runtime stages and one target per service plus migrate", () => {
+    const names = stages.map((s) => s.name);
+    expect(names).toContain("build");
+    expect(names).toContain("runtime");
+    expect(SERVICES.sort()).toEqual(["catalog", "gateway", "reporting", "tracking"]);
+    for (const target of TARGETS) {
+      expect(names, `target ${target}`).toContain(target);
+      const chain = stageChain(stages, target).map((s) => s.name);
+      expect(chain, `${target} builds on the runtime stage`).toContain("runtime");
+      expect(chain, `${target} never ships the build stage`).not.toContain("build");
+    }
+  });
+
+  it("pins one Node image for build and runtime, at least the engines version", () => {
+    const build = stage("build").from;
+    const runtime = stage("runtime").from;
+    expect(runtime).toBe(build);
+    const match = /^node:(\d+)\.(\d+)/.exec(runtime);
+    expect(match, `${runtime} names a node major.minor`).not.toBeNull();
+    const engines = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")).engines.node as string;
+    const [, major, minor] = />=(\d+)\.(\d+)/.exec(engines)!;
+    expect(Number(match![1]) * 1000 + Number(match![2])).toBeGreaterThanOrEqual(Number(major) * 1000 + Number(minor));
+    expect(runtime).not.toMatch(/:latest$/);
+  });
+
+  it("installs production dependencies only in the runtime stage", () => {
+    const runs = stage("runtime").instructions.filter((i) => i.keyword === "RUN").map((i) => i.args);
+    const installs = runs.filter((r) => /\bnpm (ci|install|i)\b/.test(r));
+    expect(installs).toHaveLength(1);
+    expect(installs[0]).toMatch(/\bnpm ci\b/);
+    expect(installs[0]).toMatch(/--omit=dev\b/);
+  });
+
+  it("runs as a non-root user with tini as PID 1 in every target", () => {
+    for (const target of TARGETS) {
+      const user = effective(target, "USER");
+      expect(user, `${target} sets USER`).toBeDefined();
+      expect(user!.args.split(":")[0], `${target} user`).not.toMatch(/^(root|0)$/);
+      const entrypoint = effective(target, "ENTRYPOINT");
+      expect(entrypoint?.exec, `${target} ENTRYPOINT in exec form`).toBeDefined();
+      expect(entrypoint!.exec![0]).toMatch(/(^|\/)tini$/);
+      expect(entrypoint!.exec).toContain("--");
+    }
+  });
+
+  it("has no dev tools in the runtime image", () => {
+    const devTool = /\b(tsc|vitest|eslint|turbo|prettier|prisma|typescript|testcontainers)\b/;
+    for (const target of TARGETS) {
+      for (const s of stageChain(stages, target)) {
+        for (const i of s.instructions) {
+          if (["RUN", "CMD", "ENTRYPOINT"].includes(i.keyword)) expect(i.args, `${s.name}: ${i.keyword}`).not.toMatch(devTool);
+          if (i.keyword === "COPY" && /--from=/.test(i.args)) {
+            // Build output only: never the build stage's node_modules (dev deps).
+            expect(i.args, `${s.name}: ${i.args}`).not.toMatch(/node_modules/);
+            expect(i.args, `${s.name}: ${i.args}`).not.toMatch(/--from=\S+\s+\/app\/?\s/);
+          }
+        }
+      }
+    }
+  });
+
+  it("gives each service target a CMD running services/<svc>/src/main.ts with tsx", () => {
+    for (const svc of SERVICES) {
+      const cmd = effective(svc, "CMD");
+      expect(cmd?.exec, `${svc} CMD in exec form`).toEqual(["node", "--import", "tsx", `services/${svc}/src/main.ts`]);
+      // Defined in the target itself, not inherited from another service.
+      expect(stage(svc).instructions.some((i) => i.keyword === "CMD")).toBe(true);
+    }
+    const migrate = effective("migrate", "CMD");
+    expect(migrate?.exec).toEqual(["node", "--import", "tsx", "scripts/migrate.ts"]);
+    for (const target of TARGETS) {
+      const entry = effective(target, "CMD")!.exec!.at(-1)!;
+      expect(existsSync(path.join(repoRoot, entry)), entry).toBe(true);
+    }
+  });
+
+  it("copies into the runtime what the entry points need", () => {
+    const copied = stageChain(stages, "migrate")
+      .flatMap((s) => s.instructions.filter((i) => i.keyword === "COPY" && /--from=build/.test(i.args)))
+      .map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--")))
+      .flatMap((parts) => parts.slice(0, -1));
+    const needs = ["/app/packages/shared/src", "/app/prisma", "/app/scripts/migrate.ts", "/app/tsconfig.json", ...SERVICES.map((s) => `/app/services/${s}/src`)];
+    for (const needed of needs) {
+      expect(copied, needed).toContain(needed);
+    }
+  });
+
+  it("exposes the gateway's HTTP port and every service's ops port", () => {
+    expect(exposed("gateway")).toEqual(expect.arrayContaining([8080, 9464]));
+    // The gateway's own default PORT is the exposed one.
+    expect(GatewayEnv.shape.PORT.parse(undefined)).toBe(8080);
+    for (const svc of SERVICES.filter((s) => s !== "gateway")) {
+      expect(exposed(svc), svc).toEqual([9464]);
+    }
+    expect(exposed("migrate")).toEqual([]);
+  });
+
+  it("keeps node_modules, .git and local data out of the build context", () => {
+    const ignored = readFileSync(path.join(repoRoot, ".dockerignore"), "utf8")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("#"));
+    for (const pattern of ["node_modules", "**/node_modules", ".git", ".data", "services/*/src/generated"]) {
+      expect(ignored, pattern).toContain(pattern);
+    }
+    // Nothing the build stage copies by name is ignored.
+    const copiedFromContext = stages
+      .flatMap((s) => s.instructions.filter((i) => i.keyword === "COPY" && !/--from=/.test(i.args)))
+      .flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    for (const src of copiedFromContext.filter((s) => s !== ".")) {
+      expect(existsSync(path.join(repoRoot, src)), src).toBe(true);
+      expect(ignored.some((p) => src === p || src.startsWith(`${p}/`)), `${src} is ignored`).toBe(false);
+    }
+  });
+});
