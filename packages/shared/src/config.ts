@@ -15,6 +15,11 @@ export const BaseServiceEnv = z.object({
   DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
   LOG_LEVEL: LogLevel,
   RPC_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+  /** Credentials of the services' NATS user, when the broker requires them. */
+  NATS_USER: z.string().min(1).optional(),
+  NATS_PASSWORD: z.string().min(1).optional(),
+  /** Replicas of each JetStream stream: 3 on a clustered broker. */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
 });
 
 export class ConfigError extends Error {

@@ -23,10 +23,17 @@ const decoder = new TextDecoder();
 export const encodeJson = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
 export const decodeJson = (data: Uint8Array): unknown => JSON.parse(decoder.decode(data));
 
-export async function connectNats(options: { url: string; name: string; logger: Logger }): Promise<NatsConnection> {
+export async function connectNats(options: {
+  url: string;
+  name: string;
+  logger: Logger;
+  user?: string | undefined;
+  pass?: string | undefined;
+}): Promise<NatsConnection> {
   const nc = await connect({
     servers: options.url.split(","),
     name: options.name,
+    ...(options.user ? { user: options.user, pass: options.pass ?? "" } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: true,
@@ -193,8 +200,13 @@ export async function pingService(nc: NatsConnection, service: ServiceName, time
 }
 
 /** The streams every service relies on, created or updated idempotently. */
-export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }> {
-  const common = { storage: StorageType.File, discard: DiscardPolicy.Old, duplicate_window: 2 * 60 * 1_000_000_000 };
+export function streamConfigs(replicas = 1): Array<Partial<StreamConfig> & { name: string }> {
+  const common = {
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    duplicate_window: 2 * 60 * 1_000_000_000,
+    num_replicas: replicas,
+  };
   return [
     {
       ...common,
@@ -229,9 +241,9 @@ export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }>
   ];
 }
 
-export async function ensureStreams(nc: NatsConnection): Promise<JetStreamManager> {
+export async function ensureStreams(nc: NatsConnection, options: { replicas?: number } = {}): Promise<JetStreamManager> {
   const jsm = await jetstreamManager(nc);
-  for (const config of streamConfigs()) {
+  for (const config of streamConfigs(options.replicas ?? 1)) {
     try {
       await jsm.streams.info(config.name);
       await jsm.streams.update(config.name, config);

@@ -5,9 +5,9 @@ import { loadCatalogConfig } from "./config.ts";
 
 const config = loadCatalogConfig();
 const logger = createLogger("catalog", config.LOG_LEVEL);
-const nc = await connectNats({ url: config.NATS_URL, name: "catalog", logger });
+const nc = await connectNats({ url: config.NATS_URL, name: "catalog", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 // The streams it publishes to (CATALOG) and consumes (TRACKING), idempotently.
-await ensureStreams(nc);
+await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
 const service = await startCatalog({
   nc,
   logger,

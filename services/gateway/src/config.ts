@@ -5,6 +5,8 @@ export const GatewayEnv = z.object({
   HOST: z.string().default("127.0.0.1"),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   NATS_URL: z.string().min(1).default(DEFAULT_NATS_URL),
+  NATS_USER: z.string().min(1).optional(),
+  NATS_PASSWORD: z.string().min(1).optional(),
   DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
   /** The identity schema's own URL, when it lives elsewhere. */
   GATEWAY_DATABASE_URL: z.string().min(1).optional(),

@@ -11,7 +11,7 @@ const config = loadGatewayConfig();
 const logger = createLogger("gateway", config.LOG_LEVEL);
 const db = createIdentityClient(config.identityDatabaseUrl);
 const identity = createIdentityStore(db);
-const nc = await connectNats({ url: config.NATS_URL, name: "gateway", logger });
+const nc = await connectNats({ url: config.NATS_URL, name: "gateway", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 const rateLimiter = config.REDIS_URL
   ? createRedisRateLimiter(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), config.RATE_LIMIT_WINDOW_MS, {
       onError: (err) => logger.warn({ err }, "rate limit store unavailable; counting in process"),
