@@ -55,9 +55,13 @@ async function ensureNats(): Promise<ChildProcess | undefined> {
   return child;
 }
 
+/** Each process's ops server (/healthz, /readyz, /metrics) on its own port: OPS_PORT (9464) + its index; 0: any free port. */
+const OPS_BASE_PORT = process.env.OPS_PORT ? Number(process.env.OPS_PORT) : 9464;
+
 function launch(name: (typeof PROCESSES)[number]) {
   const entry = path.join(repoRoot, "services", name, "src", "main.ts");
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { stdio: "inherit", env: process.env, cwd: repoRoot });
+  const env = { ...process.env, OPS_PORT: String(OPS_BASE_PORT && OPS_BASE_PORT + PROCESSES.indexOf(name)) };
+  const child = spawn(process.execPath, ["--import", "tsx", entry], { stdio: "inherit", env, cwd: repoRoot });
   children.set(name, child);
   child.on("exit", (code, signal) => {
     if (children.get(name) === child) children.delete(name);

@@ -57,7 +57,7 @@ const SERVICES = Object.keys(CONFIG_SCHEMAS);
  * - NATS_USER, NATS_PASSWORD: the services' NATS credentials (deploy/nats/values.yaml
  *   turns authorization on); the config modules and connectNats must read them.
  */
-const PENDING_ENV = ["OPS_PORT", "NATS_USER", "NATS_PASSWORD"];
+const PENDING_ENV: string[] = [];
 /** What scripts/migrate.ts reads: DATABASE_URL and each schema's <SERVICE>_DATABASE_URL. */
 const MIGRATE_ENV = ["DATABASE_URL", ...MIGRATED_SCHEMAS.map((s) => `${s.service.toUpperCase()}_DATABASE_URL`)];
 /** Secrets created outside the manifests (docs/operations.md), with their keys. */

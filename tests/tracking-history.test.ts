@@ -140,6 +140,42 @@ describe("history page", () => {
   });
 });
 
+describe("ties on observed_at", () => {
+  it("keep ingestion order within a batch and across batches; durations are 0 between them", async () => {
+    const tied = { id: id() };
+    await cat.asset(orgId, tied);
+    await cat.tag(orgId, { id: id(), value: "TIE-1", owner_type: "asset", owner_id: tied.id });
+    const at = "2026-06-05T08:00:00.123456Z";
+    // Three in one burst (one batch, most likely), then one more later.
+    await Promise.all([
+      scanned("TIE-1", dockA, at),
+      scanned("TIE-1", dockB, at),
+      scanned("TIE-1", dockA, at),
+    ]);
+    await waitForRows(tied.id, 3);
+    await scanned("TIE-1", dockB, at);
+    await waitForRows(tied.id, 4);
+    await scanned("TIE-1", dockA, "2026-06-05T08:00:05.123455Z");
+    await scanned("TIE-1", dockB, "2026-06-05T07:59:59.5Z"); // late, before the ties
+    await waitForRows(tied.id, 6);
+    const asc = await history(tied.id, "?sort=event_observed_at");
+    expect(asc.body.data.map((r: { location_id: number; duration_seconds: number | null }) => [r.location_id, r.duration_seconds])).toEqual([
+      [dockB.id, null],
+      [dockA.id, 0],
+      [dockB.id, 0],
+      [dockA.id, 0],
+      [dockB.id, 0],
+      [dockA.id, 4],
+    ]);
+    expect(asc.body.data[1].event_observed_at).toBe("2026-06-05T08:00:00.123Z");
+    const desc = await history(tied.id);
+    expect(desc.body.data).toEqual([...asc.body.data].reverse());
+    // from is inclusive of every tie, to exclusive of all of them.
+    expect((await history(tied.id, `?from=${at}`)).body.total_count).toBe(5);
+    expect((await history(tied.id, `?to=${at}`)).body.total_count).toBe(1);
+  });
+});
+
 describe("history query validation", () => {
   const fieldsOf = (body: { error: { type: string; fields: Array<{ field: string; code: string; message: string }> } }) =>
     body.error.fields.map((f) => [f.field, f.code]);

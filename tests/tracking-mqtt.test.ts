@@ -88,7 +88,7 @@ describe("MQTT ingestion", () => {
       };
       const ack = await client.publishAsync(`scans/${orgId}/gate-1`, JSON.stringify(payload), { qos: 1 });
       // Resolves once the broker sent PUBACK.
-      expect(ack?.qos).toBe(1);
+      expect(ack).toMatchObject({ cmd: "publish", qos: 1 });
     } finally {
       await client.endAsync();
     }

@@ -9,6 +9,10 @@ export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
 export const LogLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
 
+/** The ops server's port (/healthz, /readyz, /metrics); 0 picks a free one (tests). */
+export const DEFAULT_OPS_PORT = 9464;
+export const OpsPort = z.coerce.number().int().min(0).max(65535).default(DEFAULT_OPS_PORT);
+
 /** The variables every service reads; each service extends this. */
 export const BaseServiceEnv = z.object({
   NATS_URL: z.string().min(1).default(DEFAULT_NATS_URL),
@@ -20,6 +24,7 @@ export const BaseServiceEnv = z.object({
   NATS_PASSWORD: z.string().min(1).optional(),
   /** Replicas of each JetStream stream: 3 on a clustered broker. */
   NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  OPS_PORT: OpsPort,
 });
 
 export class ConfigError extends Error {

@@ -21,6 +21,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { serviceUnavailable } from "./errors.ts";
+import type { Metrics } from "./metrics.ts";
 import type { Worker } from "./service.ts";
 
 export type { JsMsg };
@@ -71,10 +72,14 @@ export async function runBatchConsumer(options: {
   logger: Logger;
   /** Delay before a failed batch is redelivered. */
   retryDelayMs?: number;
+  /** Counts processed and failed messages, times batches, and samples the durable's lag at each scrape. */
+  metrics?: Metrics;
 }): Promise<Worker & { processed(): number }> {
-  const { nc, spec, logger } = options;
+  const { nc, spec, logger, metrics } = options;
   const jsm = await jetstreamManager(nc);
   await ensureConsumer(jsm, spec);
+  const labels = { stream: spec.stream, durable: spec.durable };
+  const unwatch = metrics?.watchConsumerLag(spec.stream, spec.durable, () => jsm.consumers.info(spec.stream, spec.durable));
   const consumer = await jetstream(nc).consumers.get(spec.stream, spec.durable);
   const messages = await consumer.consume({ max_messages: spec.batchSize * 2 });
 
@@ -85,10 +90,16 @@ export async function runBatchConsumer(options: {
   let stopping = false;
   let processed = 0;
 
-  // Reader: moves delivered messages into a bounded buffer.
-  void (async () => {
+  // Reader: moves delivered messages into a bounded buffer. Once stopping,
+  // whatever still arrives goes straight back, so it never holds the ack floor
+  // until its ack wait runs out.
+  const reader = (async () => {
     try {
       for await (const msg of messages) {
+        if (stopping) {
+          msg.nak();
+          continue;
+        }
         buffer.push(msg);
         wake?.();
         if (buffer.length >= spec.batchSize * 2) await new Promise<void>((r) => (resume = r));
@@ -112,12 +123,17 @@ export async function runBatchConsumer(options: {
       const batch = buffer.splice(0, spec.batchSize);
       resume?.();
       resume = undefined;
+      const started = performance.now();
       try {
         await options.handle(batch);
         processed += batch.length;
+        metrics?.consumerProcessed.inc(labels, batch.length);
+        metrics?.consumerBatchDuration.observe({ ...labels, outcome: "ok" }, (performance.now() - started) / 1000);
       } catch (err) {
         logger.error({ err, durable: spec.durable, size: batch.length }, "batch failed; will be redelivered");
         for (const msg of batch) msg.nak(options.retryDelayMs ?? 1000);
+        metrics?.consumerFailed.inc(labels, batch.length);
+        metrics?.consumerBatchDuration.observe({ ...labels, outcome: "failed" }, (performance.now() - started) / 1000);
       }
     }
   })();
@@ -126,10 +142,12 @@ export async function runBatchConsumer(options: {
     processed: () => processed,
     async stop() {
       stopping = true;
+      unwatch?.();
       await messages.close();
       wake?.();
       resume?.();
       await loop;
+      await Promise.race([reader, new Promise((r) => setTimeout(r, 2000))]);
       // Whatever was buffered but not started goes back to the stream.
       for (const msg of buffer.splice(0)) msg.nak();
     },

@@ -14,7 +14,9 @@ import {
 import type { Logger } from "pino";
 import { AppError, serviceUnavailable, toErrorEnvelope } from "./errors.ts";
 import { HEADER_REQUEST_ID, HEADER_TRACEPARENT, RpcReply, RpcRequest } from "./rpc.ts";
+import type { Metrics } from "./metrics.ts";
 import { PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
+import { formatTraceparent, newTrace, parseTraceparent } from "./tracing.ts";
 
 export type { NatsConnection, MsgHdrs };
 
@@ -65,6 +67,10 @@ export function messageHeaders(requestId: string, traceparent?: string): MsgHdrs
   return h;
 }
 
+/**
+ * `logger` carries request_id, operation and trace_id; `traceparent` is the
+ * caller's (a new trace when it sent none), to pass on to further calls.
+ */
 export type RpcHandler = (request: RpcRequest, context: { logger: Logger; traceparent?: string }) => Promise<RpcReply>;
 
 export interface RpcServer {
@@ -77,13 +83,16 @@ export interface RpcServer {
  * Serves `<service>.<operation>` for each handler (plus `<service>.ping`), in
  * the service's queue group so replicas share the load. Every request gets a
  * reply: a handler that throws answers with the error envelope, never silence.
+ * With `metrics`, each answer is counted and timed per subject and status.
  */
 export function serveRpc(
   nc: NatsConnection,
   service: ServiceName,
   handlers: Record<string, RpcHandler>,
   logger: Logger,
+  options: { metrics?: Metrics } = {},
 ): RpcServer {
+  const { metrics } = options;
   let inFlight = 0;
   const idle: Array<() => void> = [];
   const all: Record<string, RpcHandler> = {
@@ -110,16 +119,19 @@ export function serveRpc(
   );
 
   async function answer(msg: Msg, operation: string, handler: RpcHandler): Promise<void> {
+    const started = performance.now();
     const requestId = msg.headers?.get(HEADER_REQUEST_ID) || "unknown";
-    const traceparent = msg.headers?.get(HEADER_TRACEPARENT) || undefined;
-    const log = logger.child({ request_id: requestId, operation, ...(traceparent ? { traceparent } : {}) });
+    // A caller without a (valid) trace still gets one, so the logs join up.
+    const trace = parseTraceparent(msg.headers?.get(HEADER_TRACEPARENT)) ?? newTrace();
+    const traceparent = formatTraceparent(trace);
+    const log = logger.child({ request_id: requestId, operation, trace_id: trace.traceId });
     let reply: RpcReply;
     let instance = "";
     try {
       const parsed = RpcRequest.safeParse(decodeJson(msg.data));
       if (!parsed.success) throw new AppError("bad_request", "Malformed RPC envelope");
       instance = parsed.data.path;
-      reply = await handler(parsed.data, { logger: log, ...(traceparent ? { traceparent } : {}) });
+      reply = await handler(parsed.data, { logger: log, traceparent });
     } catch (err) {
       if (!(err instanceof AppError)) log.error({ err }, "rpc handler failed");
       const envelope = toErrorEnvelope(err, { instance, request_id: requestId });
@@ -128,6 +140,13 @@ export function serveRpc(
         headers: err instanceof AppError ? err.headers : {},
         body: envelope,
       };
+    }
+    const seconds = (performance.now() - started) / 1000;
+    log.debug({ status: reply.status, duration_ms: Math.round(seconds * 1000) }, "rpc answered");
+    if (metrics) {
+      const labels = { subject: msg.subject, status: String(reply.status) };
+      metrics.rpcRequests.inc(labels);
+      metrics.rpcDuration.observe(labels, seconds);
     }
     if (!msg.reply) return;
     const replyHeaders = messageHeaders(requestId, traceparent);
@@ -148,10 +167,44 @@ export function serveRpc(
   return {
     inFlight: () => inFlight,
     async stop() {
-      for (const sub of subs) sub.unsubscribe();
+      // Drain, not unsubscribe: requests the server already sent are still answered.
+      await Promise.all(subs.map((sub) => settle(nc, sub.drain(), () => sub.isClosed() || sub.unsubscribe())));
       if (inFlight > 0) await new Promise<void>((resolve) => idle.push(resolve));
     },
   };
+}
+
+/**
+ * Runs a drain (which needs the server to answer a flush), unless NATS is
+ * unreachable now or the drain takes longer than `timeoutMs`: then `fallback`.
+ */
+async function settle(nc: NatsConnection, drain: Promise<void>, fallback: () => unknown, timeoutMs = 5000): Promise<void> {
+  if (!natsConnected(nc)) {
+    drain.catch(() => undefined);
+    await fallback();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([
+    drain.then(
+      () => true,
+      () => false,
+    ),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  if (!done) await fallback();
+}
+
+/**
+ * Shutdown's last NATS step: drains the connection (subscriptions finish what
+ * they hold, pending publishes and acks are flushed), or closes it when the
+ * server is unreachable, so a shutdown never waits for a broker that is down.
+ */
+export async function drainNats(nc: NatsConnection, timeoutMs = 5000): Promise<void> {
+  if (nc.isClosed()) return;
+  const drain = nc.isDraining() ? nc.closed().then(() => undefined) : nc.drain();
+  await settle(nc, drain, () => nc.close().catch(() => undefined), timeoutMs);
 }
 
 /**
@@ -228,6 +281,9 @@ export function streamConfigs(replicas = 1): Array<Partial<StreamConfig> & { nam
       name: STREAMS.SCANS.name,
       subjects: [...STREAMS.SCANS.subjects],
       retention: RetentionPolicy.Limits,
+      // Full means publishers are refused (and readers retry), never that
+      // unprocessed scans are silently dropped.
+      discard: DiscardPolicy.New,
       max_age: 7 * 24 * 3600 * 1_000_000_000,
       max_bytes: 8 * 1024 ** 3,
     },

@@ -5,7 +5,9 @@
  */
 import type { Logger } from "pino";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { serveRpc, type RpcHandler, type RpcServer } from "./nats.ts";
+import type { Metrics } from "./metrics.ts";
+import { drainNats, natsConnected, serveRpc, type RpcHandler, type RpcServer } from "./nats.ts";
+import { runReadinessChecks, type ReadinessCheck, type ReadinessReport } from "./ops-server.ts";
 import type { ServiceName } from "./subjects.ts";
 
 export interface Worker {
@@ -15,6 +17,8 @@ export interface Worker {
 
 export interface RunningService {
   rpc: RpcServer;
+  /** NATS connected and every check of the service passing; never ready once stopping. */
+  readiness(): Promise<ReadinessReport>;
   stop(): Promise<void>;
 }
 
@@ -26,25 +30,50 @@ export function startService(options: {
   workers?: Worker[];
   /** Closed last, after NATS has drained. */
   close?: Array<() => Promise<unknown>>;
+  /** RPC counts and latencies go here. */
+  metrics?: Metrics;
+  /** Checked by `/readyz` besides the NATS connection, e.g. `database: () => db.$queryRawUnsafe("SELECT 1")`. */
+  readinessChecks?: Record<string, ReadinessCheck>;
 }): RunningService {
-  const rpc = serveRpc(options.nc, options.name, options.handlers, options.logger);
+  const rpc = serveRpc(options.nc, options.name, options.handlers, options.logger, { metrics: options.metrics });
+  const checks: Record<string, ReadinessCheck> = { nats: () => natsConnected(options.nc), ...options.readinessChecks };
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       await rpc.stop();
       await Promise.all((options.workers ?? []).map((w) => w.stop()));
-      if (!options.nc.isClosed()) await options.nc.drain();
+      await drainNats(options.nc);
       for (const close of options.close ?? []) await close();
     })());
-  return { rpc, stop };
+  return {
+    rpc,
+    stop,
+    async readiness() {
+      if (stopping) return { ready: false, checks: { stopping: false } };
+      return runReadinessChecks(checks);
+    },
+  };
 }
 
-/** Runs `stop` on SIGINT/SIGTERM, then exits 0 (1 when stopping failed). */
-export function onShutdownSignal(logger: Logger, stop: () => Promise<void>): void {
+/**
+ * Runs `stop` on SIGINT/SIGTERM, then exits 0 (1 when stopping failed, or did
+ * not finish within `graceMs`: the process exits before the orchestrator's
+ * SIGKILL, with a log line saying why).
+ */
+export function onShutdownSignal(logger: Logger, stop: () => Promise<void>, options: { graceMs?: number } = {}): void {
+  const graceMs = options.graceMs ?? 20_000;
   const handler = (signal: string) => {
     logger.info({ signal }, "shutting down");
+    const timer = setTimeout(() => {
+      logger.error({ graceMs }, "shutdown did not finish within the grace period; exiting");
+      process.exit(1);
+    }, graceMs);
+    timer.unref();
     stop().then(
-      () => process.exit(0),
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error({ err }, "shutdown failed");
         process.exit(1);

@@ -1,6 +1,14 @@
 /** Composition root of the catalog service: wires its dependencies by hand. */
 import { jetstream } from "@nats-io/jetstream";
-import { startService, type Logger, type NatsConnection, type RunningService } from "@whereabouts/shared";
+import {
+  createMetrics,
+  createPool,
+  startService,
+  type Logger,
+  type Metrics,
+  type NatsConnection,
+  type RunningService,
+} from "@whereabouts/shared";
 import { createAssetService } from "./assets/asset-service.ts";
 import { createCatalogClient } from "./db/catalog-db.ts";
 import { createEventPublisher, type PublishFn } from "./events/event-outbox.ts";
@@ -21,6 +29,8 @@ export interface CatalogDeps {
   /** Bound on the wait for position events before a read (default 5 s). */
   catchUpTimeoutMs?: number;
   poolSize?: number;
+  /** RPC, consumer, outbox and pool metrics; default: a registry of its own. */
+  metrics?: Metrics;
 }
 
 export function jetStreamPublisher(nc: NatsConnection): PublishFn {
@@ -32,15 +42,18 @@ export function jetStreamPublisher(nc: NatsConnection): PublishFn {
 
 export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
   const { nc, logger } = deps;
-  const db = createCatalogClient(deps.databaseUrl, deps.poolSize ?? 10);
+  const metrics = deps.metrics ?? createMetrics({ service: "catalog" });
+  const pool = createPool(deps.databaseUrl, deps.poolSize ?? 10);
+  const db = createCatalogClient(pool);
   const events = createEventPublisher({
     db,
     publish: deps.publish ?? jetStreamPublisher(nc),
     logger,
     relayIntervalMs: deps.relayIntervalMs ?? 5000,
   });
+  const unwatch = [metrics.watchPool("catalog", pool), metrics.watchOutbox("catalog", () => events.backlog())];
   const positions = await createPositionCatchUp(nc, deps.catchUpTimeoutMs ?? 5000);
-  const consumer = await startPositionConsumer({ nc, db, logger });
+  const consumer = await startPositionConsumer({ nc, db, logger, metrics });
   // Whatever a previous run committed but did not publish goes out first.
   await events.start();
 
@@ -57,6 +70,8 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
       ...locationHandlers({ locations, tags, positions }),
     },
     workers: [consumer, { stop: () => events.stop() }],
-    close: [() => db.$disconnect()],
+    close: [async () => unwatch.forEach((stop) => stop()), () => db.$disconnect()],
+    metrics,
+    readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },
   });
 }

@@ -5,14 +5,19 @@
  * then the body: size (413), media type (415), JSON (400); then forwarding
  * as an RPC envelope to `<service>.<operation>`, whose reply is rendered as is.
  * `/healthz` and `/readyz` sit outside that pipeline: no key, no rate limit.
+ * Every request continues the caller's W3C trace (or starts one): its log
+ * lines carry trace_id and the RPC carries the `traceparent` header.
  */
-import { METHODS } from "node:http";
+import { METHODS, type IncomingMessage } from "node:http";
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from "fastify";
 import {
   AppError,
   badRequest,
   callRpc,
+  continueTrace,
+  createMetrics,
   forbidden,
+  formatTraceparent,
   natsConnected,
   newRequestId,
   notFound,
@@ -26,10 +31,12 @@ import {
   ValidationError,
   type FieldError,
   type Logger,
+  type Metrics,
   type NatsConnection,
   type Principal,
   type RpcReply,
   type RpcRequest,
+  type TraceContext,
 } from "@whereabouts/shared";
 import { allowedMethods, ROUTES, type RouteMethod, type RouteOperation, type RouteSpec } from "./routes/route-table.ts";
 import type { AuthService } from "./identity/auth-service.ts";
@@ -46,6 +53,8 @@ export interface GatewayDeps {
   rateLimit: { max: number; windowMs: number };
   rpcTimeoutMs: number;
   readyTimeoutMs: number;
+  /** HTTP and rate-limit metrics; default: a registry of its own. */
+  metrics?: Metrics;
 }
 
 declare module "fastify" {
@@ -68,10 +77,26 @@ interface RouteConfig {
   probe?: boolean;
 }
 
+/** Each request's trace context: the caller's trace (or a new one), with the gateway's span. */
+const traces = new WeakMap<IncomingMessage, TraceContext>();
+function traceOf(raw: IncomingMessage): TraceContext {
+  let trace = traces.get(raw);
+  if (!trace) {
+    const sent = raw.headers.traceparent;
+    trace = continueTrace(typeof sent === "string" ? sent : undefined);
+    traces.set(raw, trace);
+  }
+  return trace;
+}
+
 export async function buildGateway(deps: GatewayDeps) {
   let closing = false;
+  const metrics = deps.metrics ?? createMetrics({ service: "gateway" });
   const app = Fastify({
     loggerInstance: deps.logger,
+    // Every request's log lines carry its trace id.
+    childLoggerFactory: (logger, bindings, opts, raw) =>
+      logger.child({ ...bindings, trace_id: traceOf(raw as IncomingMessage).traceId }, opts),
     logController: new LogController({
       requestIdLogLabel: "request_id",
       disableRequestLogging: (request) => request.url === "/healthz" || request.url === "/readyz",
@@ -111,6 +136,13 @@ export async function buildGateway(deps: GatewayDeps) {
   // Responses finished while closing end their keep-alive connection, so close() completes.
   app.addHook("onSend", async (_request, reply) => {
     if (closing) reply.header("connection", "close");
+  });
+
+  // Counted per route pattern (never the raw path: ids would explode the series).
+  app.addHook("onResponse", async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
 
   app.addHook("onRequest", async (request, reply) => {
@@ -158,6 +190,7 @@ export async function buildGateway(deps: GatewayDeps) {
       throw authError;
     }
     if (!rl.allowed) {
+      metrics.rateLimited.inc({ key_id: String(request.principal?.key_id ?? "none") });
       reply.header("retry-after", String(resetSeconds));
       throw new AppError("rate_limited", `Rate limit of ${rl.limit} requests per window exceeded`);
     }
@@ -265,10 +298,9 @@ export async function buildGateway(deps: GatewayDeps) {
         query: queryOf(request),
         body,
       };
-      const traceparent = request.headers.traceparent;
       result = await callRpc(deps.nc, rpcSubject(operation.service, operation.operation), envelope, {
         timeoutMs: deps.rpcTimeoutMs,
-        ...(typeof traceparent === "string" ? { traceparent } : {}),
+        traceparent: formatTraceparent(traceOf(request.raw)),
       });
     }
     for (const [name, value] of Object.entries(result.headers)) reply.header(name, value);

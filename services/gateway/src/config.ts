@@ -1,9 +1,11 @@
 import { z } from "zod";
-import { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, LogLevel, parseConfig } from "@whereabouts/shared";
+import { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, LogLevel, OpsPort, parseConfig } from "@whereabouts/shared";
 
 export const GatewayEnv = z.object({
   HOST: z.string().default("127.0.0.1"),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** The ops server (/healthz, /readyz, /metrics), on every interface. */
+  OPS_PORT: OpsPort,
   NATS_URL: z.string().min(1).default(DEFAULT_NATS_URL),
   NATS_USER: z.string().min(1).optional(),
   NATS_PASSWORD: z.string().min(1).optional(),

@@ -1,6 +1,16 @@
-/** Gateway process entry: config, dependencies, listen, graceful shutdown. */
+/** Gateway process entry: config, dependencies, ops server, listen, graceful shutdown. */
 import { Redis } from "ioredis";
-import { connectNats, createLogger, onShutdownSignal } from "@whereabouts/shared";
+import {
+  connectNats,
+  createLogger,
+  createMetrics,
+  createPool,
+  drainNats,
+  natsConnected,
+  onShutdownSignal,
+  runReadinessChecks,
+  startOpsServer,
+} from "@whereabouts/shared";
 import { buildGateway } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createAuthService } from "./identity/auth-service.ts";
@@ -9,7 +19,12 @@ import { createMemoryRateLimiter, createRedisRateLimiter } from "./plugins/rate-
 
 const config = loadGatewayConfig();
 const logger = createLogger("gateway", config.LOG_LEVEL);
-const db = createIdentityClient(config.identityDatabaseUrl);
+const metrics = createMetrics({ service: "gateway", processMetrics: true });
+// Up first, so the startup probe sees a live process; /readyz stays 503 until the end of boot.
+const ops = await startOpsServer({ port: config.OPS_PORT, metrics, logger });
+const pool = createPool(config.identityDatabaseUrl, 10);
+metrics.watchPool("identity", pool);
+const db = createIdentityClient(pool);
 const identity = createIdentityStore(db);
 const nc = await connectNats({ url: config.NATS_URL, name: "gateway", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 const rateLimiter = config.REDIS_URL
@@ -27,12 +42,24 @@ const app = await buildGateway({
   rateLimit: { max: config.RATE_LIMIT_MAX, windowMs: config.RATE_LIMIT_WINDOW_MS },
   rpcTimeoutMs: config.RPC_TIMEOUT_MS,
   readyTimeoutMs: config.READY_TIMEOUT_MS,
+  metrics,
 });
 await app.listen({ host: config.HOST, port: config.PORT });
 
+// The ops /readyz: this replica can serve (NATS and its database). The API's
+// /readyz also pings every backend service.
+let stopping = false;
+ops.setReadiness(async () =>
+  stopping
+    ? { ready: false, checks: { stopping: false } }
+    : runReadinessChecks({ nats: () => natsConnected(nc), database: () => db.$queryRawUnsafe("SELECT 1") }),
+);
+
 onShutdownSignal(logger, async () => {
+  stopping = true;
   await app.close(); // stops accepting, waits for in-flight requests
-  await nc.drain();
+  await drainNats(nc);
   await rateLimiter.close();
   await db.$disconnect();
+  await ops.close();
 });

@@ -1,6 +1,14 @@
 /** Composition root of the reporting service: wires its dependencies by hand. */
 import { jetstreamManager } from "@nats-io/jetstream";
-import { startService, type Logger, type NatsConnection, type RunningService } from "@whereabouts/shared";
+import {
+  createMetrics,
+  createPool,
+  startService,
+  type Logger,
+  type Metrics,
+  type NatsConnection,
+  type RunningService,
+} from "@whereabouts/shared";
 import { reportHandlers } from "./handlers/report-handler.ts";
 import { REPORTING_CONSUMERS, startStreamConsumers } from "./handlers/stream-consumers.ts";
 import { createReportService } from "./report/report-service.ts";
@@ -14,12 +22,17 @@ export interface ReportingDeps {
   /** Read-your-writes bound: longest wait for the consumers before 503 (default 2000 ms). */
   catchUpTimeoutMs?: number;
   dbPoolMax?: number;
+  /** RPC, consumer and pool metrics; default: a registry of its own. */
+  metrics?: Metrics;
 }
 
 export async function startReporting(deps: ReportingDeps): Promise<RunningService> {
-  const db = createReportingDb(deps.databaseUrl, deps.dbPoolMax ?? 10);
+  const metrics = deps.metrics ?? createMetrics({ service: "reporting" });
+  const pool = createPool(deps.databaseUrl, deps.dbPoolMax ?? 10);
+  const db = createReportingDb(pool);
+  const unwatchPool = metrics.watchPool("reporting", pool);
   const jsm = await jetstreamManager(deps.nc);
-  const workers = await startStreamConsumers(deps.nc, db, deps.logger);
+  const workers = await startStreamConsumers(deps.nc, db, deps.logger, metrics);
   const service = createReportService({
     db,
     store: createReportStore(),
@@ -33,6 +46,8 @@ export async function startReporting(deps: ReportingDeps): Promise<RunningServic
     logger: deps.logger,
     handlers: reportHandlers(service),
     workers,
-    close: [() => db.$disconnect()],
+    close: [async () => unwatchPool(), () => db.$disconnect()],
+    metrics,
+    readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },
   });
 }

@@ -1,10 +1,13 @@
-/** Reporting process entry: config, connections, signals. */
-import { connectNats, createLogger, ensureStreams, onShutdownSignal } from "@whereabouts/shared";
+/** Reporting process entry: config, ops server, connections, signals. */
+import { connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
 import { startReporting } from "./app.ts";
 import { loadReportingConfig } from "./config.ts";
 
 const config = loadReportingConfig();
 const logger = createLogger("reporting", config.LOG_LEVEL);
+const metrics = createMetrics({ service: "reporting", processMetrics: true });
+// Up first, so the startup probe sees a live process; /readyz stays 503 until the service runs.
+const ops = await startOpsServer({ port: config.OPS_PORT, metrics, logger });
 const nc = await connectNats({ url: config.NATS_URL, name: "reporting", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 // Streams are idempotent to ensure; whichever service boots first creates them.
 await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
@@ -14,6 +17,11 @@ const service = await startReporting({
   databaseUrl: config.databaseUrl,
   catchUpTimeoutMs: config.REPORT_CATCHUP_TIMEOUT_MS,
   dbPoolMax: config.REPORTING_DB_POOL_MAX,
+  metrics,
 });
+ops.setReadiness(service.readiness);
 logger.info("reporting ready");
-onShutdownSignal(logger, service.stop);
+onShutdownSignal(logger, async () => {
+  await service.stop(); // not ready from here on; ops stays up for the probes until the end
+  await ops.close();
+});

@@ -1,11 +1,17 @@
 /** The reporting schema's Prisma client (driver adapter pg), and the SQL surface the stores use. */
 import { PrismaPg } from "@prisma/adapter-pg";
+import type { Pool } from "@whereabouts/shared";
 import { PrismaClient } from "./generated/reporting/client.ts";
 
 export type ReportingDb = InstanceType<typeof PrismaClient>;
 
-export function createReportingDb(connectionString: string, max = 10): ReportingDb {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max }) });
+/** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
+export function createReportingDb(connection: string | Pool, max = 10): ReportingDb {
+  const adapter =
+    typeof connection === "string"
+      ? new PrismaPg({ connectionString: connection, max })
+      : new PrismaPg(connection, { disposeExternalPool: true });
+  return new PrismaClient({ adapter });
 }
 
 /** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */

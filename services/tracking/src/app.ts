@@ -1,38 +1,53 @@
 /** Composition root of the tracking service: wires its dependencies by hand. */
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
+  createMetrics,
+  createPool,
   DURABLES,
   runBatchConsumer,
   startService,
   STREAMS,
   waitForConsumer,
   type Logger,
+  type Metrics,
   type NatsConnection,
   type RunningService,
 } from "@whereabouts/shared";
 import { runIsolated } from "./db/batch-isolation.ts";
 import { createTrackingClient } from "./db/tracking-db.ts";
 import { historyListHandler } from "./handlers/history-handler.ts";
-import { metricsHandler } from "./handlers/metrics-handler.ts";
+import { metricsHandler, startCounterLog } from "./handlers/metrics-handler.ts";
 import { catalogConsumerSpec, scanConsumerSpec } from "./handlers/stream-consumers.ts";
 import { createHistoryService } from "./history/history-service.ts";
 import { createReplicaService, prepareCatalogConsumer } from "./replica/replica-service.ts";
+import { createPositionPublisher } from "./scans/position-publisher.ts";
+import { createScanCounters } from "./scans/scan-metrics.ts";
 import { createScanService } from "./scans/scan-service.ts";
 
 export interface TrackingOptions {
   scanBatchSize: number;
   scanAckWaitMs: number;
+  /**
+   * Short on purpose: catch-up waits on the CATALOG durable's ack floor, and a
+   * message delivered to a replica that stopped or died holds that floor
+   * until it is redelivered (scans and history reads wait meanwhile).
+   */
+  catalogAckWaitMs: number;
   catalogBatchSize: number;
   catchUpTimeoutMs: number;
   dbPoolSize: number;
+  /** How often the ingestion counters are logged when they changed (0: never). */
+  metricsLogIntervalMs: number;
 }
 
 export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
   scanBatchSize: 500,
-  scanAckWaitMs: 30_000,
+  scanAckWaitMs: 15_000,
+  catalogAckWaitMs: 5000,
   catalogBatchSize: 256,
   catchUpTimeoutMs: 3000,
   dbPoolSize: 10,
+  metricsLogIntervalMs: 60_000,
 };
 
 export interface TrackingDeps {
@@ -40,24 +55,30 @@ export interface TrackingDeps {
   logger: Logger;
   databaseUrl: string;
   options?: Partial<TrackingOptions>;
+  /** RPC, consumer, pool and ingestion metrics; default: a registry of its own. */
+  metrics?: Metrics;
 }
 
 export async function startTracking(deps: TrackingDeps): Promise<RunningService> {
   const { nc, logger } = deps;
   const options = { ...DEFAULT_TRACKING_OPTIONS, ...deps.options };
-  const db = createTrackingClient(deps.databaseUrl, options.dbPoolSize);
+  const metrics = deps.metrics ?? createMetrics({ service: "tracking" });
+  const pool = createPool(deps.databaseUrl, options.dbPoolSize);
+  const db = createTrackingClient(pool);
+  const unwatchPool = metrics.watchPool("tracking", pool);
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const catchUp = () =>
     waitForConsumer(jsm, STREAMS.CATALOG.name, DURABLES.trackingCatalog, options.catchUpTimeoutMs);
 
   const replica = createReplicaService({ db, logger });
-  const catalogSpec = catalogConsumerSpec({ batchSize: options.catalogBatchSize, ackWaitMs: 30_000 });
+  const catalogSpec = catalogConsumerSpec({ batchSize: options.catalogBatchSize, ackWaitMs: options.catalogAckWaitMs });
   await prepareCatalogConsumer({ db, jsm, spec: catalogSpec, logger });
   const catalogWorker = await runBatchConsumer({
     nc,
     spec: catalogSpec,
     logger,
+    metrics,
     handle: (messages) =>
       runIsolated({
         messages,
@@ -68,24 +89,41 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
       }),
   });
 
-  const scans = createScanService({ db, js, catchUp, logger });
+  const positions = createPositionPublisher(nc, { ackTimeoutMs: 10_000 });
+  const scans = createScanService({ db, js, positions, catchUp, logger, counters: createScanCounters(metrics) });
   const scanWorker = await runBatchConsumer({
     nc,
     spec: scanConsumerSpec({ batchSize: options.scanBatchSize, ackWaitMs: options.scanAckWaitMs }),
     logger,
+    metrics,
     handle: scans.handleBatch,
   });
 
   const history = createHistoryService({ db, catchUp });
+  const counters = { scans: scans.metrics, replica: replica.metrics };
+  const summary = startCounterLog(logger, counters, options.metricsLogIntervalMs);
   return startService({
     name: "tracking",
     nc,
     logger,
     handlers: {
       "history.list": historyListHandler(history),
-      metrics: metricsHandler({ scans: scans.metrics, replica: replica.metrics }),
+      metrics: metricsHandler(counters),
     },
-    workers: [scanWorker, catalogWorker],
-    close: [() => db.$disconnect()],
+    workers: [
+      // Stop fetching, finish the batch in hand, then its announce/ack step.
+      {
+        stop: async () => {
+          await scanWorker.stop();
+          await scans.drain();
+          positions.close();
+        },
+      },
+      catalogWorker,
+      summary,
+    ],
+    close: [async () => unwatchPool(), () => db.$disconnect()],
+    metrics,
+    readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },
   });
 }

@@ -7,11 +7,14 @@ export const TrackingEnv = BaseServiceEnv.extend({
   /** Scan messages per batch (one transaction each). */
   TRACKING_SCAN_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
   /** How long a fetched scan may stay unacked before JetStream redelivers it. */
-  TRACKING_SCAN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(30_000),
+  TRACKING_SCAN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(15_000),
+  /** Short: a delivery stranded on a stopped replica holds the catch-up ack floor until redelivered. */
+  TRACKING_CATALOG_ACK_WAIT_MS: z.coerce.number().int().min(500).default(5000),
   TRACKING_CATALOG_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(256),
   /** Bound on the catalog catch-up before a batch or a history read (then 503 / retry). */
   TRACKING_CATCH_UP_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
   TRACKING_DB_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(10),
+  TRACKING_METRICS_LOG_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
 });
 
 export type TrackingConfig = ReturnType<typeof loadTrackingConfig>;
@@ -21,9 +24,11 @@ export function loadTrackingConfig(env: Record<string, string | undefined> = pro
   const options: TrackingOptions = {
     scanBatchSize: parsed.TRACKING_SCAN_BATCH_SIZE,
     scanAckWaitMs: parsed.TRACKING_SCAN_ACK_WAIT_MS,
+    catalogAckWaitMs: parsed.TRACKING_CATALOG_ACK_WAIT_MS,
     catalogBatchSize: parsed.TRACKING_CATALOG_BATCH_SIZE,
     catchUpTimeoutMs: parsed.TRACKING_CATCH_UP_TIMEOUT_MS,
     dbPoolSize: parsed.TRACKING_DB_POOL_SIZE,
+    metricsLogIntervalMs: parsed.TRACKING_METRICS_LOG_INTERVAL_MS,
   };
   return { ...parsed, databaseUrl: serviceDatabaseUrl("tracking", env), options };
 }

@@ -1,5 +1,6 @@
 /** The catalog's Prisma client (schema `catalog`), transactions and error mapping. */
 import { PrismaPg } from "@prisma/adapter-pg";
+import type { Pool } from "@whereabouts/shared";
 import { PrismaClient, type Prisma } from "../generated/catalog/client.ts";
 
 export type CatalogClient = InstanceType<typeof PrismaClient>;
@@ -7,8 +8,13 @@ export type CatalogClient = InstanceType<typeof PrismaClient>;
 export type Db = Pick<Prisma.TransactionClient, "$queryRawUnsafe" | "$executeRawUnsafe">;
 export type Tx = Prisma.TransactionClient;
 
-export function createCatalogClient(connectionString: string, max = 10): CatalogClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max }) });
+/** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
+export function createCatalogClient(connection: string | Pool, max = 10): CatalogClient {
+  const adapter =
+    typeof connection === "string"
+      ? new PrismaPg({ connectionString: connection, max })
+      : new PrismaPg(connection, { disposeExternalPool: true });
+  return new PrismaClient({ adapter });
 }
 
 export async function inTransaction<T>(db: CatalogClient, work: (tx: Tx) => Promise<T>): Promise<T> {

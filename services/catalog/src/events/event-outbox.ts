@@ -66,6 +66,8 @@ export interface EventPublisher {
   write<T>(work: (tx: Tx, emit: Emit) => Promise<T>): Promise<T>;
   /** Publishes every unpublished event older than `minAgeMs`, oldest first. */
   relay(minAgeMs?: number): Promise<number>;
+  /** Events committed but not yet published (the backlog metric). */
+  backlog(): Promise<number>;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -167,6 +169,10 @@ export function createEventPublisher(deps: {
       return result;
     },
     relay,
+    async backlog() {
+      const row = await queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM catalog.outbox_events WHERE published_at IS NULL`);
+      return row?.n ?? 0;
+    },
     async start() {
       try {
         const n = await relay(0);

@@ -14,6 +14,7 @@ import {
   type ConsumerSpec,
   type JsMsg,
   type Logger,
+  type Metrics,
   type NatsConnection,
   type Worker,
 } from "@whereabouts/shared";
@@ -39,6 +40,7 @@ export async function startPositionConsumer(deps: {
   nc: NatsConnection;
   db: CatalogClient;
   logger: Logger;
+  metrics?: Metrics;
 }): Promise<Worker> {
   const { db, logger } = deps;
   const handle = async (messages: JsMsg[]) => {
@@ -72,7 +74,7 @@ export async function startPositionConsumer(deps: {
     }
     for (const msg of [...applied, ...skipped]) msg.ack();
   };
-  return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle, logger });
+  return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle, logger, metrics: deps.metrics });
 }
 
 export interface PositionCatchUp {

@@ -1,11 +1,17 @@
 /** Identity data access: organizations and API keys (Prisma, schema `identity`). */
 import { PrismaPg } from "@prisma/adapter-pg";
+import type { Pool } from "@whereabouts/shared";
 import { PrismaClient } from "../generated/identity/client.ts";
 
 export type IdentityClient = InstanceType<typeof PrismaClient>;
 
-export function createIdentityClient(connectionString: string): IdentityClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max: 10 }) });
+/** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
+export function createIdentityClient(connection: string | Pool): IdentityClient {
+  const adapter =
+    typeof connection === "string"
+      ? new PrismaPg({ connectionString: connection, max: 10 })
+      : new PrismaPg(connection, { disposeExternalPool: true });
+  return new PrismaClient({ adapter });
 }
 
 export interface OrganizationRow {

@@ -5,7 +5,17 @@
  * Each batch commits in one transaction (after the shared swap lock) and is
  * acked after the commit; an unparsable message is terminated and logged.
  */
-import { DURABLES, runBatchConsumer, STREAMS, type ConsumerSpec, type JsMsg, type Logger, type NatsConnection, type Worker } from "@whereabouts/shared";
+import {
+  DURABLES,
+  runBatchConsumer,
+  STREAMS,
+  type ConsumerSpec,
+  type JsMsg,
+  type Logger,
+  type Metrics,
+  type NatsConnection,
+  type Worker,
+} from "@whereabouts/shared";
 import { ProjectionBatch, PoisonMessageError, type StreamKind } from "../projection/projection-service.ts";
 import { createProjectionStore, LIVE_SCHEMA } from "../projection/projection-store.ts";
 import { takeSwapLockShared, TX_OPTIONS, type ReportingDb } from "../reporting-db.ts";
@@ -51,7 +61,7 @@ export function createBatchHandler(kind: StreamKind, db: ReportingDb, logger: Lo
   };
 }
 
-export async function startStreamConsumers(nc: NatsConnection, db: ReportingDb, logger: Logger): Promise<Worker[]> {
+export async function startStreamConsumers(nc: NatsConnection, db: ReportingDb, logger: Logger, metrics?: Metrics): Promise<Worker[]> {
   return Promise.all(
     (Object.keys(REPORTING_CONSUMERS) as StreamKind[]).map((kind) =>
       runBatchConsumer({
@@ -59,6 +69,7 @@ export async function startStreamConsumers(nc: NatsConnection, db: ReportingDb, 
         spec: REPORTING_CONSUMERS[kind],
         handle: createBatchHandler(kind, db, logger.child({ consumer: REPORTING_CONSUMERS[kind].durable })),
         logger,
+        metrics,
       }),
     ),
   );

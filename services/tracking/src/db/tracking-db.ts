@@ -1,5 +1,6 @@
 /** Tracking's Prisma client (schema `tracking`), transactions and raw-SQL helpers. */
 import { PrismaPg } from "@prisma/adapter-pg";
+import type { Pool } from "@whereabouts/shared";
 import { PrismaClient, type Prisma } from "../generated/tracking/client.ts";
 
 export type TrackingClient = InstanceType<typeof PrismaClient>;
@@ -7,8 +8,13 @@ export type TrackingClient = InstanceType<typeof PrismaClient>;
 export type Db = Pick<Prisma.TransactionClient, "$queryRawUnsafe" | "$executeRawUnsafe">;
 export type Tx = Prisma.TransactionClient;
 
-export function createTrackingClient(connectionString: string, max = 10): TrackingClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max }) });
+/** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
+export function createTrackingClient(connection: string | Pool, max = 10): TrackingClient {
+  const adapter =
+    typeof connection === "string"
+      ? new PrismaPg({ connectionString: connection, max })
+      : new PrismaPg(connection, { disposeExternalPool: true });
+  return new PrismaClient({ adapter });
 }
 
 export function inTransaction<T>(db: TrackingClient, work: (tx: Tx) => Promise<T>): Promise<T> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CatalogEvent, encodeJson } from "@whereabouts/shared";
+import { encodeJson, type CatalogEvent } from "@whereabouts/shared";
 import { InvalidCatalogEvent, parseCatalogMessage, toReplicaChanges } from "./replica-service.ts";
 
 const T = "2026-01-01T00:00:00.000Z";

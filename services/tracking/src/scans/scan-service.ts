@@ -8,6 +8,7 @@
  *      and move positions (only the scans whose key was new);
  *   5. after commit: dead letters and position events, awaited;
  *   6. then ack (term the dead-lettered).
+ * Steps 5-6 of a batch overlap steps 1-4 of the next (one batch at most).
  * A crash anywhere before 6 redelivers the batch; step 4 then changes nothing,
  * and the positions of the assets a redelivered scan resolves to are announced
  * again (as `moved`, de-duplicated by Nats-Msg-Id), so an event lost between
@@ -25,8 +26,8 @@ import {
   type TagRef,
 } from "../replica/replica-store.ts";
 import { deadLetter } from "./dead-letter.ts";
-import { publishPositions, verbOf, type PositionVerb } from "./position-publisher.ts";
-import { createScanMetrics } from "./scan-metrics.ts";
+import { verbOf, type PositionPublisher, type PositionVerb } from "./position-publisher.ts";
+import { createScanMetrics, type ScanCounters } from "./scan-metrics.ts";
 import { parseScanMessage, type ParsedScan, type RefusedScan, type ScanMessage } from "./scan-parser.ts";
 import { claimKeys, currentPositions, recordScans, type PositionState, type ScanRow } from "./scan-store.ts";
 
@@ -52,10 +53,13 @@ function locationRefKey(orgId: number, ref: ParsedScan["location"]): string {
 
 export function createScanService(deps: {
   db: TrackingClient;
+  /** Dead letters. */
   js: JetStreamClient;
+  positions: PositionPublisher;
   /** Catches the catalog replica up to the CATALOG stream's position now. */
   catchUp: () => Promise<void>;
   logger: Logger;
+  counters: ScanCounters;
 }) {
   const { db, js, logger } = deps;
   const metrics = createScanMetrics();
@@ -68,7 +72,11 @@ export function createScanService(deps: {
     }
   }
 
-  async function processBatch(messages: JsMsg[]): Promise<void> {
+  /**
+   * Steps 1-4 (through the commit). Returns step 5-6: announce, dead-letter,
+   * settle, which the caller runs while the next batch is being committed.
+   */
+  async function commitBatch(messages: JsMsg[]): Promise<() => Promise<void>> {
     const started = performance.now();
     const timings: Record<string, number> = {};
     let mark = started;
@@ -207,46 +215,72 @@ export function createScanService(deps: {
       for (const state of states) announce.push({ state, verb: "moved" });
     }
     refused.sort((a, b) => a.msg.seq - b.msg.seq);
-    await Promise.all([
-      publishPositions(js, announce),
-      ...refused.map(({ msg, refusal }) => deadLetter(js, toScanMessage(msg), refusal)),
-    ]);
 
-    lap("publish_ms");
-    for (const msg of skipped) msg.ack();
-    for (const { msg } of good) msg.ack();
-    for (const { msg, refusal } of refused) {
-      logger.warn({ subject: msg.subject, stream_seq: msg.seq, reason: refusal.reason, detail: refusal.detail }, "scan dead-lettered");
-      metrics.deadLettered[refusal.reason]++;
-      msg.term();
-    }
-    metrics.batches++;
-    metrics.scansProcessed += fresh;
-    metrics.scansDuplicate += good.length - fresh;
-    metrics.readsRecorded += reads;
-    metrics.tagsUnresolved += unresolvedTags;
-    metrics.positionEventsPublished += announce.length;
-    if (unresolvedTags) logger.info({ tags_unresolved: unresolvedTags }, "unresolved tags skipped");
-    logger.debug(
-      {
-        size: messages.length,
-        scans: fresh,
-        duplicates: good.length - fresh,
+    return async () => {
+      lap("queued_ms");
+      await Promise.all([
+        deps.positions.publish(announce),
+        ...refused.map(({ msg, refusal }) => deadLetter(js, toScanMessage(msg), refusal)),
+      ]);
+      lap("publish_ms");
+      for (const msg of skipped) msg.ack();
+      for (const { msg } of good) msg.ack();
+      for (const { msg, refusal } of refused) {
+        logger.warn({ subject: msg.subject, stream_seq: msg.seq, reason: refusal.reason, detail: refusal.detail }, "scan dead-lettered");
+        metrics.deadLettered[refusal.reason]++;
+        deps.counters.deadLettered(refusal.reason);
+        msg.term();
+      }
+      metrics.batches++;
+      metrics.scansProcessed += fresh;
+      metrics.scansDuplicate += good.length - fresh;
+      metrics.readsRecorded += reads;
+      metrics.tagsUnresolved += unresolvedTags;
+      metrics.positionEventsPublished += announce.length;
+      deps.counters.record({
+        processed: fresh,
+        duplicate: good.length - fresh,
         reads,
-        dead_lettered: refused.length,
+        unresolved: unresolvedTags,
         events: announce.length,
-        ...timings,
-        total_ms: Math.round(performance.now() - started),
-      },
-      "scan batch committed",
-    );
+      });
+      if (unresolvedTags) logger.info({ tags_unresolved: unresolvedTags }, "unresolved tags skipped");
+      logger.debug(
+        {
+          size: messages.length,
+          scans: fresh,
+          duplicates: good.length - fresh,
+          reads,
+          dead_lettered: refused.length,
+          events: announce.length,
+          ...timings,
+          total_ms: Math.round(performance.now() - started),
+        },
+        "scan batch committed",
+      );
+    };
   }
 
-  /** The consumer's batch handler: processes, isolating poison (dead-lettered as processing_failed). */
+  /**
+   * The announce/settle step of the previous batch: the next batch commits
+   * while it runs (Postgres and NATS work in parallel), and the batch after
+   * waits for it, so at most one batch is between commit and ack.
+   */
+  let settling: Promise<void> = Promise.resolve();
+
+  /**
+   * The consumer's batch handler: commits (isolating poison, dead-lettered as
+   * processing_failed), then leaves the announce/settle step running while it
+   * returns for the next batch. A failed announce naks the batch: redelivered,
+   * it commits nothing new and is announced again.
+   */
   async function handleBatch(messages: JsMsg[]): Promise<void> {
+    const settles: Array<() => Promise<void>> = [];
     await runIsolated({
       messages,
-      process: processBatch,
+      process: async (batch) => {
+        settles.push(await commitBatch(batch));
+      },
       db,
       logger,
       reject: async (msg, err) => {
@@ -256,11 +290,26 @@ export function createScanService(deps: {
         logger.error({ err, subject: msg.subject, stream_seq: msg.seq }, "scan could not be processed; dead-lettered");
         await deadLetter(js, toScanMessage(msg), { org, reason: "processing_failed", detail });
         metrics.deadLettered.processing_failed++;
+        deps.counters.deadLettered("processing_failed");
         msg.term();
       },
     });
+    const previous = settling;
+    settling = (async () => {
+      await previous;
+      try {
+        for (const settle of settles) await settle();
+      } catch (err) {
+        logger.error({ err, size: messages.length }, "announcing a committed batch failed; it will be redelivered");
+        for (const msg of messages) msg.nak(1000);
+      }
+    })();
+    await previous;
   }
 
-  return { processBatch, handleBatch, metrics };
+  /** Waits for the batch still being announced (shutdown). */
+  const drain = () => settling;
+
+  return { handleBatch, drain, metrics };
 }
 export type ScanService = ReturnType<typeof createScanService>;

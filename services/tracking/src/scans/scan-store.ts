@@ -43,31 +43,48 @@ export interface PositionState {
 
 const MICROS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
 
+/** Scans of one asset at one microsecond beyond this many cannot be ordered (observed_key has 4 tie bits). */
+export const MAX_TIES = 16;
+
+export class TieOverflowError extends Error {
+  override readonly name = "TieOverflowError";
+}
+
 /**
  * One history row per scan row, and each asset's position moved to its newest
  * scan when that is newer than the one it holds ((observed_at, seq); a tie on
- * observed_at goes to the later-ingested scan). Every history row gets the
- * asset's next ingestion sequence, handed out by the position row (locked by
- * the upsert, so concurrent batches never share one). Returns the positions
+ * observed_at goes to the later-ingested scan). seq is the asset's own
+ * ingestion sequence, handed out by its position row (locked by the upsert, so
+ * concurrent batches touching an asset take turns). Returns the positions
  * this batch changed.
+ *
+ * History rows are keyed (org_id, asset_id, observed_key = µs * 16 + tie). The
+ * first scan of an asset at a microsecond in the batch is written with tie 0;
+ * the rare others (a tie inside the batch, or with a stored row) take the next
+ * free ties after what is stored, in ingestion order.
  */
 export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionState[]> {
   if (!rows.length) return [];
-  const changed = await query<{
+  const result = await query<{
+    kind: "position" | "tie";
     org_id: number;
     asset_id: number;
     location_id: number;
-    observed_at: string;
-    seq: number;
+    observed_at: string | null;
+    seq: number | null;
     prev_location_id: number | null;
+    micros: string | null;
+    ord: number | null;
   }>(
     tx,
     `WITH input AS (
-       SELECT * FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[])
-                AS t(org_id, asset_id, observed_at, location_id, ord)
+       SELECT t.*, (extract(epoch FROM t.observed_at) * 1000000)::bigint AS micros
+         FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[])
+              AS t(org_id, asset_id, observed_at, location_id, ord)
      ), ranked AS (
        SELECT i.*, row_number() OVER (PARTITION BY org_id, asset_id ORDER BY ord)::int AS rn,
-              count(*) OVER (PARTITION BY org_id, asset_id)::int AS n
+              count(*) OVER (PARTITION BY org_id, asset_id)::int AS n,
+              row_number() OVER (PARTITION BY org_id, asset_id, micros ORDER BY ord)::int AS nth
          FROM input i
      ), newest AS (
        SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, observed_at, location_id, rn, n
@@ -83,15 +100,22 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
          scan_count = p.scan_count + excluded.scan_count
        RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id
      ), history AS (
-       INSERT INTO tracking.history (org_id, asset_id, observed_at, seq, location_id)
-       SELECT r.org_id, r.asset_id, r.observed_at, u.scan_count - r.n + r.rn, r.location_id
-         FROM ranked r JOIN up u ON u.org_id = r.org_id AND u.asset_id = r.asset_id
-        ORDER BY r.org_id, r.asset_id, r.observed_at
+       INSERT INTO tracking.history (org_id, asset_id, observed_key, location_id)
+       SELECT org_id, asset_id, micros * ${MAX_TIES}, location_id FROM ranked WHERE nth = 1
+        ORDER BY org_id, asset_id, micros
+       ON CONFLICT DO NOTHING
+       RETURNING org_id, asset_id, observed_key
      )
-     SELECT u.org_id, u.asset_id, u.location_id, to_char(u.observed_at AT TIME ZONE 'UTC', ${MICROS}) AS observed_at,
-            u.seq, u.prev_location_id
+     SELECT 'position' AS kind, u.org_id, u.asset_id, u.location_id,
+            to_char(u.observed_at AT TIME ZONE 'UTC', ${MICROS}) AS observed_at, u.seq, u.prev_location_id,
+            NULL::text AS micros, NULL::int AS ord
        FROM up u JOIN newest n ON n.org_id = u.org_id AND n.asset_id = u.asset_id
-      WHERE u.seq > u.scan_count - n.n`,
+      WHERE u.seq > u.scan_count - n.n
+     UNION ALL
+     SELECT 'tie', r.org_id, r.asset_id, r.location_id, NULL, NULL, NULL, r.micros::text, r.ord
+       FROM ranked r
+       LEFT JOIN history h ON h.org_id = r.org_id AND h.asset_id = r.asset_id AND h.observed_key = r.micros * ${MAX_TIES}
+      WHERE r.nth > 1 OR h.org_id IS NULL`,
     [
       rows.map((r) => r.orgId),
       rows.map((r) => r.assetId),
@@ -100,14 +124,63 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
       rows.map((r) => r.ord),
     ],
   );
-  return changed.map((r) => ({
-    orgId: r.org_id,
-    assetId: r.asset_id,
-    locationId: r.location_id,
-    observedAt: r.observed_at,
-    seq: r.seq,
-    previousLocationId: r.prev_location_id,
-  }));
+  const ties = result.filter((r) => r.kind === "tie");
+  if (ties.length) {
+    await recordTies(
+      tx,
+      ties.map((t) => ({ orgId: t.org_id, assetId: t.asset_id, micros: t.micros!, locationId: t.location_id, ord: t.ord! })),
+    );
+  }
+  return result
+    .filter((r) => r.kind === "position")
+    .map((r) => ({
+      orgId: r.org_id,
+      assetId: r.asset_id,
+      locationId: r.location_id,
+      observedAt: r.observed_at!,
+      seq: r.seq!,
+      previousLocationId: r.prev_location_id,
+    }));
+}
+
+/** History rows for scans tied on (asset, microsecond) with another: the next free ties, in ingestion order. */
+async function recordTies(
+  tx: Db,
+  ties: Array<{ orgId: number; assetId: number; micros: string; locationId: number; ord: number }>,
+): Promise<void> {
+  ties.sort((a, b) => a.ord - b.ord);
+  const inserted = await query<{ n: bigint }>(
+    tx,
+    `WITH tied AS (
+       SELECT t.*, row_number() OVER (PARTITION BY org_id, asset_id, micros ORDER BY ord) - 1 AS k
+         FROM unnest($1::int[], $2::int[], $3::bigint[], $4::int[], $5::int[]) AS t(org_id, asset_id, micros, location_id, ord)
+     ), placed AS (
+       SELECT t.org_id, t.asset_id, f.next + t.k AS observed_key, t.location_id, t.micros
+         FROM tied t
+         CROSS JOIN LATERAL (
+           SELECT COALESCE(max(h.observed_key) + 1, t.micros * ${MAX_TIES}) AS next FROM tracking.history h
+            WHERE h.org_id = t.org_id AND h.asset_id = t.asset_id
+              AND h.observed_key >= t.micros * ${MAX_TIES} AND h.observed_key < (t.micros + 1) * ${MAX_TIES}
+         ) f
+     ), written AS (
+       INSERT INTO tracking.history (org_id, asset_id, observed_key, location_id)
+       SELECT org_id, asset_id, observed_key, location_id FROM placed
+        WHERE observed_key < (micros + 1) * ${MAX_TIES}
+        ORDER BY org_id, asset_id, observed_key
+       RETURNING 1
+     )
+     SELECT count(*) AS n FROM written`,
+    [
+      ties.map((t) => t.orgId),
+      ties.map((t) => t.assetId),
+      ties.map((t) => t.micros),
+      ties.map((t) => t.locationId),
+      ties.map((t) => t.ord),
+    ],
+  );
+  if (Number(inserted[0]?.n ?? 0) !== ties.length) {
+    throw new TieOverflowError(`more than ${MAX_TIES} scans of one asset at the same microsecond`);
+  }
 }
 
 /** Current positions of the given assets (to announce again after a redelivery). */

@@ -147,10 +147,11 @@ export async function publishScan(
   orgId: number | string,
   payload: unknown,
   source = "reader-1",
+  timeoutMs = 5000,
 ): Promise<number> {
   const data =
     payload instanceof Uint8Array ? payload : typeof payload === "string" ? new TextEncoder().encode(payload) : encodeJson(payload);
-  const ack = await jetstream(nc).publish(scanSubject(orgId, source), data);
+  const ack = await jetstream(nc).publish(scanSubject(orgId, source), data, { timeout: timeoutMs });
   return ack.seq;
 }
 
