@@ -38,7 +38,7 @@ beforeAll(async () => {
 afterAll(async () => stack?.close());
 
 describe("reporting end to end", () => {
-  it("never serves a stale row right after a write", { timeout: 60_000 }, async () => {
+  it("never serves a stale row right after a write", { timeout: 60_000 }, async (ctx) => {
     const probe = await call("POST", "/api/v1/locations", { name: "Dock one", external_key: "E2E-DOCK-1" });
     expect(probe.statusCode, probe.body).toBe(201);
     const dock = probe.json().data as { id: number };
