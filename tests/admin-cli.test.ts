@@ -170,7 +170,7 @@ describe("admin CLI errors: message on stderr, non-zero exit, nothing written", 
     [["key", "list", "--org", "x"], /--org/],
   ];
 
-  it("each bad command line", async () => {
+  it("each bad command line", { timeout: 120_000 }, async () => {
     const before = await counts();
     expect(before.orgs).toBeGreaterThan(0); // org 1 exists: its errors are about the arguments
     for (let i = 0; i < cases.length; i += 3) {
