@@ -10,7 +10,7 @@ import path from "node:path";
 import { DEFAULT_DATABASE_URL, repoRoot } from "@whereabouts/shared";
 import { eventually, freePort } from "@whereabouts/shared/testing";
 
-export type ProcessName = "gateway" | "catalog" | "reporting";
+export type ProcessName = "gateway" | "catalog" | "tracking" | "reporting";
 
 export interface ServiceProcess {
   name: ProcessName;
@@ -35,6 +35,7 @@ export async function spawnService(name: ProcessName, env: Record<string, string
       // Only what the test gives: no per-service URL from the developer's shell.
       GATEWAY_DATABASE_URL: "",
       CATALOG_DATABASE_URL: "",
+      TRACKING_DATABASE_URL: "",
       REPORTING_DATABASE_URL: "",
       REDIS_URL: "",
       ...env,
@@ -76,18 +77,27 @@ export async function probe(url: string): Promise<{ status: number; body: unknow
 
 /** Waits until the process's ops /readyz answers `status` (fails early if it exits). */
 export async function waitForReadiness(proc: ServiceProcess, status: 200 | 503, timeoutMs = 30_000): Promise<unknown> {
+  let stopped = false;
   try {
-    return await eventually(
-      async () => {
-        if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`${proc.name} exited`);
-        const res = await probe(`${proc.opsUrl}/readyz`);
-        return res?.status === status ? res.body : undefined;
-      },
-      timeoutMs,
-      100,
-    );
+    return await Promise.race([
+      eventually(
+        async () => {
+          if (stopped) return null;
+          const res = await probe(`${proc.opsUrl}/readyz`);
+          return res?.status === status ? res.body : undefined;
+        },
+        timeoutMs,
+        100,
+      ),
+      // `eventually` retries through errors: an exit ends the wait at once instead.
+      proc.exit.then(({ code, signal }) => {
+        throw new Error(`${proc.name} exited (code ${code}, signal ${signal})`);
+      }),
+    ]);
   } catch (err) {
     throw new Error(`${proc.name} /readyz did not become ${status}:\n${proc.output().slice(-4000)}`, { cause: err });
+  } finally {
+    stopped = true;
   }
 }
 
@@ -104,6 +114,36 @@ export async function exitWithin(proc: ServiceProcess, timeoutMs: number) {
   } finally {
     clearTimeout(timer);
   }
+}
+
+export interface MetricSample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Everything a process's ops `/metrics` serves, parsed from the Prometheus text format. */
+export async function scrapeMetrics(proc: ServiceProcess): Promise<MetricSample[]> {
+  const res = await fetch(`${proc.opsUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });
+  if (res.status !== 200) throw new Error(`${proc.name} /metrics answered ${res.status}`);
+  const samples: MetricSample[] = [];
+  for (const line of (await res.text()).split("\n")) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+    }
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+/** The sum of the samples named `name` whose labels include `labels` (0 when none). */
+export function sumMetric(samples: MetricSample[], name: string, labels: Record<string, string> = {}): number {
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
 }
 
 export interface TcpProxy {

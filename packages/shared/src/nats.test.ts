@@ -3,7 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "./errors.ts";
 import { createLogger } from "./logger.ts";
-import { callRpc, connectNats, encodeJson, natsConnected, pingService, serveRpc, type NatsConnection } from "./nats.ts";
+import { callRpc, connectNats, encodeJson, ensureStreams, natsConnected, pingService, serveRpc, type NatsConnection } from "./nats.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
 import type { RpcRequest } from "./rpc.ts";
 import { startTestNats, type TestNats } from "./testing/index.ts";
 
@@ -149,5 +150,24 @@ describe("serveRpc / callRpc", () => {
   it("the test server takes a 1 MiB body inside an envelope", () => {
     expect(client.info!.max_payload).toBeGreaterThan(2 * 1024 * 1024);
     expect(natsConnected(client)).toBe(true);
+  });
+});
+
+describe("ensureStreams", () => {
+  it("replicas booting together on an empty broker all succeed and leave one set of streams", async () => {
+    const server = await startTestNats();
+    const logger = createLogger("test", "silent");
+    const conns = await Promise.all(Array.from({ length: 8 }, (_, i) => connectNats({ url: server.url, name: `boot-${i}`, logger })));
+    try {
+      const results = await Promise.allSettled(conns.map((c) => ensureStreams(c)));
+      expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+      const jsm = await jetstreamManager(conns[0]!);
+      const names: string[] = [];
+      for await (const info of jsm.streams.list()) names.push(info.config.name);
+      expect(names.sort()).toEqual(["CATALOG", "SCANS", "SCANS_DLQ", "TRACKING"]);
+    } finally {
+      for (const c of conns) await c.close();
+      await server.destroy();
+    }
   });
 });

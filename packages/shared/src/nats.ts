@@ -305,7 +305,13 @@ export async function ensureStreams(nc: NatsConnection, options: { replicas?: nu
       await jsm.streams.update(config.name, config);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      await jsm.streams.add(config);
+      try {
+        await jsm.streams.add(config);
+      } catch (addErr) {
+        // Replicas booting together race to create it; the loser updates instead.
+        if (!(addErr instanceof Error) || !/already in use/i.test(addErr.message)) throw addErr;
+        await jsm.streams.update(config.name, config);
+      }
     }
   }
   return jsm;
