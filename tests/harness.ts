@@ -33,6 +33,8 @@ export interface StackOptions {
   rateLimit?: { max: number; windowMs: number };
   rateLimiter?: RateLimiter;
   rpcTimeoutMs?: number;
+  /** How long services wait for their read models before answering 503. */
+  catchUpTimeoutMs?: number;
 }
 
 export interface Stack {
@@ -61,12 +63,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const nc = await connectNats({ url: nats.url, name: "test", logger });
   await ensureStreams(nc);
 
+  // Catch-up waits bounded well above what a loaded 2-core CI machine needs;
+  // a test of the 503 path sets its own.
+  const catchUpTimeoutMs = options.catchUpTimeoutMs ?? 10_000;
   const connections: NatsConnection[] = [];
   const services: Partial<Record<ServiceKey, RunningService>> = {};
   const startService = async (name: ServiceKey) => {
     const serviceNc = await connectNats({ url: nats.url, name, logger });
     connections.push(serviceNc);
-    const running = await STARTERS[name]({ nc: serviceNc, logger: logger.child({ service: name }), databaseUrl: db.url });
+    const base = { nc: serviceNc, logger: logger.child({ service: name }), databaseUrl: db.url };
+    const running =
+      name === "tracking"
+        ? await startTracking({ ...base, options: { catchUpTimeoutMs } })
+        : await STARTERS[name]({ ...base, catchUpTimeoutMs });
     services[name] = running;
     return running;
   };
@@ -87,7 +96,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     identity,
     rateLimiter,
     rateLimit,
-    rpcTimeoutMs: options.rpcTimeoutMs ?? 5000,
+    rpcTimeoutMs: options.rpcTimeoutMs ?? 15_000,
     readyTimeoutMs: 500,
   });
   await gateway.ready();

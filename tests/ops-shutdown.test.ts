@@ -180,6 +180,13 @@ describe("SIGTERM", { retry: 1 }, () => {
 
   it("reporting: finishes the report and the batch in flight, acks the batch, exits 0", async () => {
     const reporting = await start("reporting");
+    // Earlier tests left catalog events behind: let reporting apply them first,
+    // or its catch-up batch (not the report) would be the first lock waiter.
+    const jsm0 = await jetstreamManager(nc);
+    await eventually(async () => {
+      const info = await jsm0.consumers.info(STREAMS.CATALOG.name, DURABLES.reportingCatalog);
+      return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
+    }, 30_000);
     const lock = await lockTable("reporting.assets");
     const report = callRpc(
       nc,

@@ -36,7 +36,7 @@ async function rows(query: string): Promise<Row[]> {
 const row = async (assetId: number) => (await rows(`asset_id=${assetId}&include_deleted=true`))[0];
 
 beforeAll(async () => {
-  stack = await startStack({ label: "reporting_projection", services: ["reporting"] });
+  stack = await startStack({ label: "reporting_projection", services: ["reporting"], catchUpTimeoutMs: 2000 });
   const t = await stack.tenant("Projection");
   auth = t.auth;
   pub = createEventPublisher(stack.nc, t.orgId);
