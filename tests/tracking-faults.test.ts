@@ -11,9 +11,9 @@ import { jetstream } from "@nats-io/jetstream";
 import { encodeJson, repoRoot, scanSubject } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
 import pg from "pg";
-import { startStack, type Stack } from "./harness.ts";
+import type { Stack } from "./harness.ts";
+import { startTrackingContext, type TrackingContext } from "./tracking-support.ts";
 import {
-  catalogFixture,
   deadLetters,
   positionEvents,
   publishScan,
@@ -28,17 +28,12 @@ let sql: pg.Client;
 let nextId = 100;
 const id = () => nextId++;
 
+let context: TrackingContext | undefined;
 beforeAll(async () => {
-  stack = await startStack({ label: "tracking_faults", services: ["tracking"] });
-  ({ orgId, auth } = await stack.tenant());
-  cat = catalogFixture(stack.nc);
-  sql = new pg.Client({ connectionString: stack.db.url });
-  await sql.connect();
+  context = await startTrackingContext("tracking_faults");
+  ({ stack, cat, orgId, auth, sql } = context);
 });
-afterAll(async () => {
-  await sql?.end();
-  await stack?.close();
-});
+afterAll(async () => context?.close());
 
 /** A location and `count` assets with one tag each. */
 async function seed(count: number) {

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
 import { decodeJson, encodeJson, RpcReply, scanSubject, type AssetHistoryItem } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
-import pg from "pg";
-import { startStack, type Stack } from "./harness.ts";
+import type pg from "pg";
+import type { Stack } from "./harness.ts";
+import { startTrackingContext, type TrackingContext } from "./tracking-support.ts";
 import {
-  catalogFixture,
   deadLetters,
   positionEvents,
   publishScan,
@@ -27,17 +27,12 @@ let sql: pg.Client;
 let nextId = 100;
 const id = () => nextId++;
 
+let context: TrackingContext | undefined;
 beforeAll(async () => {
-  stack = await startStack({ label: "tracking_ingest", services: ["tracking"] });
-  ({ orgId, auth } = await stack.tenant());
-  cat = catalogFixture(stack.nc);
-  sql = new pg.Client({ connectionString: stack.db.url });
-  await sql.connect();
+  context = await startTrackingContext("tracking_ingest");
+  ({ stack, cat, orgId, auth, sql } = context);
 });
-afterAll(async () => {
-  await sql?.end();
-  await stack?.close();
-});
+afterAll(async () => context?.close());
 
 async function history(assetId: number, query = ""): Promise<{ status: number; body: { data: AssetHistoryItem[]; total_count: number } }> {
   const res = await stack.gateway.inject({ method: "GET", url: `/api/v1/assets/${assetId}/history${query}`, headers: auth });

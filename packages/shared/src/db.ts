@@ -51,6 +51,14 @@ export async function dropDatabase(connectionString: string): Promise<void> {
   }
 }
 
+/**
+ * One array per field, in order: the parameters of a batch statement that
+ * reads its rows with `unnest($1::int[], $2::text[], ...)`.
+ */
+export function unnestColumns<R>(rows: readonly R[], ...fields: Array<keyof R>): unknown[][] {
+  return fields.map((field) => rows.map((row) => row[field]));
+}
+
 export const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 export interface MigrationResult {

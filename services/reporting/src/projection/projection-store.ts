@@ -5,6 +5,7 @@
  * and batches may arrive in any order. The schema is a parameter so the
  * rebuild can fill `reporting_build` with the same code.
  */
+import { unnestColumns } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { AssetRow, LocationRow, PositionRow, TagRow } from "./projection-types.ts";
 
@@ -33,13 +34,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
             SET version = EXCLUDED.version, external_key = EXCLUDED.external_key, valid_from = EXCLUDED.valid_from,
                 valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
           WHERE t.version < EXCLUDED.version`,
-        rows.map((r) => r.orgId),
-        rows.map((r) => r.locationId),
-        rows.map((r) => r.version),
-        rows.map((r) => r.externalKey),
-        rows.map((r) => r.validFrom),
-        rows.map((r) => r.validTo),
-        rows.map((r) => r.deletedAt),
+        ...unnestColumns(rows, "orgId", "locationId", "version", "externalKey", "validFrom", "validTo", "deletedAt"),
       );
     },
 
@@ -57,14 +52,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 name_lower = EXCLUDED.name_lower, external_key_lower = EXCLUDED.external_key_lower,
                 valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
           WHERE t.catalog_version < EXCLUDED.catalog_version`,
-        rows.map((r) => r.orgId),
-        rows.map((r) => r.assetId),
-        rows.map((r) => r.version),
-        rows.map((r) => r.externalKey),
-        rows.map((r) => r.name),
-        rows.map((r) => r.validFrom),
-        rows.map((r) => r.validTo),
-        rows.map((r) => r.deletedAt),
+        ...unnestColumns(rows, "orgId", "assetId", "version", "externalKey", "name", "validFrom", "validTo", "deletedAt"),
       );
     },
 
@@ -83,15 +71,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 AS u(org_id, tag_id, asset_id, tag_type, value, is_active, valid_from, valid_to, asset_version)
            JOIN ${t("assets")} a ON a.org_id = u.org_id AND a.asset_id = u.asset_id AND a.catalog_version = u.asset_version
          ON CONFLICT (org_id, tag_id) DO NOTHING`,
-        rows.map((r) => r.orgId),
-        rows.map((r) => r.tagId),
-        rows.map((r) => r.assetId),
-        rows.map((r) => r.tagType),
-        rows.map((r) => r.value),
-        rows.map((r) => r.isActive),
-        rows.map((r) => r.validFrom),
-        rows.map((r) => r.validTo),
-        rows.map((r) => r.assetVersion),
+        ...unnestColumns(rows, "orgId", "tagId", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "assetVersion"),
       );
     },
 
@@ -107,16 +87,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 value_lower = EXCLUDED.value_lower, is_active = EXCLUDED.is_active, valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to,
                 deleted_at = EXCLUDED.deleted_at
           WHERE t.version < EXCLUDED.version`,
-        rows.map((r) => r.orgId),
-        rows.map((r) => r.tagId),
-        rows.map((r) => r.version),
-        rows.map((r) => r.assetId),
-        rows.map((r) => r.tagType),
-        rows.map((r) => r.value),
-        rows.map((r) => r.isActive),
-        rows.map((r) => r.validFrom),
-        rows.map((r) => r.validTo),
-        rows.map((r) => r.deletedAt),
+        ...unnestColumns(rows, "orgId", "tagId", "version", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "deletedAt"),
       );
     },
 
@@ -130,11 +101,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
             SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq
           WHERE t.last_seen_at IS NULL
              OR (t.last_seen_at, t.last_seen_seq) < (EXCLUDED.last_seen_at, EXCLUDED.last_seen_seq)`,
-        rows.map((r) => r.orgId),
-        rows.map((r) => r.assetId),
-        rows.map((r) => r.locationId),
-        rows.map((r) => r.observedAt),
-        rows.map((r) => r.seq),
+        ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq"),
       );
     },
   };

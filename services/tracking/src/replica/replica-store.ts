@@ -3,6 +3,7 @@
  * tags): set-based, version-checked upserts fed by the CATALOG stream, and the
  * resolution queries scans run against it.
  */
+import { unnestColumns } from "@whereabouts/shared";
 import { execute, query, type Db } from "../db/tracking-db.ts";
 
 export interface LocationRow {
@@ -212,7 +213,7 @@ export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<Array<nu
             AND t.valid_from <= now() AND (t.valid_to IS NULL OR t.valid_to > now())
           ORDER BY t.id DESC LIMIT 1
        ) t ON true`,
-    [refs.map((r) => r.orgId), refs.map((r) => r.tagType), refs.map((r) => r.value)],
+    unnestColumns(refs, "orgId", "tagType", "value"),
   );
   const out: Array<number | null> = new Array(refs.length).fill(null);
   for (const row of rows) out[Number(row.i) - 1] = row.asset_id;

@@ -2,6 +2,7 @@
  * The hot SQL of ingestion, set-based: idempotency keys, then positions and
  * history in one statement per batch.
  */
+import { unnestColumns } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
 
 /**
@@ -16,7 +17,7 @@ export async function claimKeys(tx: Db, keys: Array<{ orgId: number; key: string
      SELECT * FROM unnest($1::int[], $2::text[]) ORDER BY 1, 2
      ON CONFLICT DO NOTHING
      RETURNING org_id, key`,
-    [keys.map((k) => k.orgId), keys.map((k) => k.key)],
+    unnestColumns(keys, "orgId", "key"),
   );
   return new Set(rows.map((r) => `${r.org_id}|${r.key}`));
 }
@@ -116,13 +117,7 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
        FROM ranked r
        LEFT JOIN history h ON h.org_id = r.org_id AND h.asset_id = r.asset_id AND h.observed_key = r.micros * ${MAX_TIES}
       WHERE r.nth > 1 OR h.org_id IS NULL`,
-    [
-      rows.map((r) => r.orgId),
-      rows.map((r) => r.assetId),
-      rows.map((r) => r.observedAt),
-      rows.map((r) => r.locationId),
-      rows.map((r) => r.ord),
-    ],
+    unnestColumns(rows, "orgId", "assetId", "observedAt", "locationId", "ord"),
   );
   const ties = result.filter((r) => r.kind === "tie");
   if (ties.length) {
@@ -170,13 +165,7 @@ async function recordTies(
        RETURNING 1
      )
      SELECT count(*) AS n FROM written`,
-    [
-      ties.map((t) => t.orgId),
-      ties.map((t) => t.assetId),
-      ties.map((t) => t.micros),
-      ties.map((t) => t.locationId),
-      ties.map((t) => t.ord),
-    ],
+    unnestColumns(ties, "orgId", "assetId", "micros", "locationId", "ord"),
   );
   if (Number(inserted[0]?.n ?? 0) !== ties.length) {
     throw new TieOverflowError(`more than ${MAX_TIES} scans of one asset at the same microsecond`);
@@ -199,7 +188,7 @@ export async function currentPositions(db: Db, assets: Array<{ orgId: number; as
             p.seq, p.prev_location_id
        FROM unnest($1::int[], $2::int[]) AS a(org_id, asset_id)
        JOIN tracking.positions p ON p.org_id = a.org_id AND p.asset_id = a.asset_id`,
-    [assets.map((a) => a.orgId), assets.map((a) => a.assetId)],
+    unnestColumns(assets, "orgId", "assetId"),
   );
   return rows.map((r) => ({
     orgId: r.org_id,
