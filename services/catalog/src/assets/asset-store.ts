@@ -1,8 +1,8 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
 import type { AssetPositionEvent, AssetView, SortKey } from "@whereabouts/shared";
-import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, visibleTag, wireTs } from "../db/sql-fragments.ts";
-import { orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
+import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { listPage, orderBy, type Page } from "../requests/list-query.ts";
 
 /** An asset row `a` with its location `l` joined at read time (any state: the pair invariant). */
 const FROM = `catalog.assets a LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id`;
@@ -169,15 +169,7 @@ function where(p: Params, orgId: number, f: AssetFilters): string {
       WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.locationKeys)}::text[]))`);
   }
   if (f.isActive !== undefined) conds.push(`a.is_active = ${p.add(f.isActive)}`);
-  if (f.q !== undefined) {
-    const pattern = p.add(containsPattern(f.q));
-    conds.push(`a.id IN (
-      SELECT s.id FROM catalog.assets s
-       WHERE s.org_id = ${org} AND (s.name ILIKE ${pattern} OR s.external_key ILIKE ${pattern} OR s.description ILIKE ${pattern})
-      UNION
-      SELECT t.owner_id FROM catalog.tags t
-       WHERE t.org_id = ${org} AND t.owner_type = 'asset' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`);
-  }
+  if (f.q !== undefined) conds.push(searchMatch("asset", "a", org, p.add(containsPattern(f.q))));
   return conds.join(" AND ");
 }
 
@@ -198,21 +190,17 @@ export async function listAssets(
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "a.id");
-  const countParams = [...p.values];
-  const limit = p.add(page.limit);
-  const offset = p.add(sqlOffset(page));
-  const [rows, count] = await Promise.all([
-    query<{ view: AssetView }>(
-      db,
-      `SELECT ${VIEW} AS view
-         FROM (SELECT a.* FROM catalog.assets a WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) a
+  return listPage<AssetView>(db, p, {
+    table: "catalog.assets",
+    alias: "a",
+    conditions,
+    order,
+    page,
+    render: (paged) => `SELECT ${VIEW} AS view
+         FROM ${paged}
          LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id
         ORDER BY ${order}`,
-      p.values,
-    ),
-    queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM catalog.assets a WHERE ${conditions}`, countParams),
-  ]);
-  return { data: rows.map((r) => r.view), total: count!.n };
+  });
 }
 
 /** Live assets placed directly at a location (blocks its delete). */

@@ -63,3 +63,17 @@ export const embeddedTags = (ownerType: OwnerType, owner: string) => `COALESCE((
 export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export const SORT_DIRECTION = (descending: boolean) => (descending ? "DESC" : "ASC");
+
+/**
+ * The `q` search of the asset and location lists: the row's name, external key
+ * or description, or one of its visible tag values (trigram-indexed columns).
+ */
+export const searchMatch = (ownerType: OwnerType, alias: string, org: string, pattern: string) => {
+  const table = ownerType === "asset" ? "catalog.assets" : "catalog.locations";
+  return `${alias}.id IN (
+      SELECT s.id FROM ${table} s
+       WHERE s.org_id = ${org} AND (s.name ILIKE ${pattern} OR s.external_key ILIKE ${pattern} OR s.description ILIKE ${pattern})
+      UNION
+      SELECT t.owner_id FROM catalog.tags t
+       WHERE t.org_id = ${org} AND t.owner_type = '${ownerType}' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`;
+};

@@ -4,8 +4,8 @@
  */
 import type { LocationView, SortKey } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, visibleTag, wireTs } from "../db/sql-fragments.ts";
-import { orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { listPage, orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
 const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
@@ -263,15 +263,7 @@ function where(p: Params, orgId: number, f: LocationFilters): string {
       WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.parentKeys)}::text[]))`);
   }
   if (f.isActive !== undefined) conds.push(`l.is_active = ${p.add(f.isActive)}`);
-  if (f.q !== undefined) {
-    const pattern = p.add(containsPattern(f.q));
-    conds.push(`l.id IN (
-      SELECT s.id FROM catalog.locations s
-       WHERE s.org_id = ${org} AND (s.name ILIKE ${pattern} OR s.external_key ILIKE ${pattern} OR s.description ILIKE ${pattern})
-      UNION
-      SELECT t.owner_id FROM catalog.tags t
-       WHERE t.org_id = ${org} AND t.owner_type = 'location' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`);
-  }
+  if (f.q !== undefined) conds.push(searchMatch("location", "l", org, p.add(containsPattern(f.q))));
   return conds.join(" AND ");
 }
 
@@ -291,19 +283,15 @@ export async function listLocations(
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "l.id");
-  const countParams = [...p.values];
-  const limit = p.add(page.limit);
-  const offset = p.add(sqlOffset(page));
-  const [rows, count] = await Promise.all([
-    query<{ view: LocationView }>(
-      db,
-      `SELECT ${VIEW} AS view
-         FROM (SELECT l.* FROM catalog.locations l WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) l
+  return listPage<LocationView>(db, p, {
+    table: "catalog.locations",
+    alias: "l",
+    conditions,
+    order,
+    page,
+    render: (paged) => `SELECT ${VIEW} AS view
+         FROM ${paged}
          ${JOIN_PARENT}
         ORDER BY ${order}`,
-      p.values,
-    ),
-    queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM catalog.locations l WHERE ${conditions}`, countParams),
-  ]);
-  return { data: rows.map((r) => r.view), total: count!.n };
+  });
 }

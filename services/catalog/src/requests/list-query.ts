@@ -3,6 +3,7 @@
  * (validated, commas rejected), paired filters (ambiguous_fields), q.
  */
 import { externalKeyProblem, fieldError, type FieldError, type QueryReader, type SortKey } from "@whereabouts/shared";
+import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
 
 export interface Page {
   limit: number;
@@ -49,3 +50,25 @@ export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F,
 }
 
 export type { FieldError };
+
+/**
+ * One list page and its total_count, counted in SQL from the same filter and
+ * run in parallel. `render` wraps the paged rows (alias `alias`) into the
+ * statement that builds each record's JSON view.
+ */
+export async function listPage<V>(
+  db: Db,
+  p: Params,
+  options: { table: string; alias: string; conditions: string; order: string; page: Page; render: (pagedRows: string) => string },
+): Promise<{ data: V[]; total: number }> {
+  const { table, alias, conditions, order, page } = options;
+  const countParams = [...p.values];
+  const limit = p.add(page.limit);
+  const offset = p.add(sqlOffset(page));
+  const paged = `(SELECT ${alias}.* FROM ${table} ${alias} WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) ${alias}`;
+  const [rows, count] = await Promise.all([
+    query<{ view: V }>(db, options.render(paged), p.values),
+    queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${table} ${alias} WHERE ${conditions}`, countParams),
+  ]);
+  return { data: rows.map((r) => r.view), total: count!.n };
+}
