@@ -11,7 +11,10 @@ import {
   createLogger,
   createPool,
   decodeJson,
+  DURABLES,
   encodeJson,
+  STREAMS,
+  waitForConsumer,
   type RunningService,
 } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
@@ -170,8 +173,11 @@ describe("asset position from tracking", () => {
     const l2 = (await api<Body>("POST", "/api/v1/locations", { name: "two", external_key: "TWO" })).body.data;
     const before = (await eventsOf(orgId)).length;
     const js = jetstream(stack.nc);
-    const move = (locationId: number, observedAt: string, seq: number) =>
-      js.publish(
+    // Positions are eventually visible: each step waits until catalog's consumer applied it.
+    const applied = async () =>
+      waitForConsumer(await jetstreamManager(stack.nc), STREAMS.TRACKING.name, DURABLES.catalogTracking, 10_000);
+    const move = async (locationId: number, observedAt: string, seq: number) => {
+      await js.publish(
         `tracking.events.${orgId}.asset.moved`,
         encodeJson({
           version: 1,
@@ -183,6 +189,8 @@ describe("asset position from tracking", () => {
           seq,
         }),
       );
+      await applied();
+    };
     const position = async () => (await api<Body>("GET", `/api/v1/assets/${a.id}`)).body.data;
 
     await move(l1.id, "2026-01-01T10:00:00.000Z", 1);
@@ -198,6 +206,7 @@ describe("asset position from tracking", () => {
     // Malformed events and other subjects never block the stream.
     await js.publish(`tracking.events.${orgId}.asset.moved`, encodeJson({ nonsense: true }));
     await js.publish(`tracking.events.${orgId}.asset.seen`, encodeJson({ version: 1 }));
+    await applied();
     await move(l1.id, "2026-01-02T00:00:00.000Z", 4);
     const last = await position();
     expect(last).toMatchObject({ location_id: l1.id, updated_at: a.updated_at });

@@ -1,6 +1,6 @@
 /** Locations end to end: records, create, delete rules, rename, tree endpoints, isolation. */
-import { jetstream } from "@nats-io/jetstream";
-import { encodeJson } from "@whereabouts/shared";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { DURABLES, encodeJson, STREAMS, waitForConsumer } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "./harness.ts";
 import { apiClient, type ApiCall } from "./openapi-validator.ts";
@@ -68,6 +68,8 @@ async function place(assetId: number, locationId: number) {
       seq,
     }),
   );
+  // Positions are eventually visible: wait until catalog's consumer has applied it.
+  await waitForConsumer(await jetstreamManager(stack.nc), STREAMS.TRACKING.name, DURABLES.catalogTracking, 10_000);
 }
 
 describe("location records and create", () => {

@@ -48,7 +48,6 @@ const TRACKING_ENV = {
   TRACKING_METRICS_LOG_INTERVAL_MS: "0",
 };
 /** Read-your-writes waits: generous bounds for a loaded 2-core machine (a 503 is retried, a stale 200 fails). */
-const CATALOG_ENV = { CATALOG_CATCH_UP_TIMEOUT_MS: "10000" };
 const REPORTING_ENV = { REPORT_CATCHUP_TIMEOUT_MS: "10000" };
 
 const logger = createLogger("test", "silent");
@@ -227,8 +226,8 @@ beforeAll(async () => {
   const started = await Promise.all([
     start("gateway", gatewayEnv(ports[0]!)),
     start("gateway", gatewayEnv(ports[1]!)),
-    start("catalog", CATALOG_ENV),
-    start("catalog", CATALOG_ENV),
+    start("catalog"),
+    start("catalog"),
     start("tracking", TRACKING_ENV),
     start("tracking", TRACKING_ENV),
     start("reporting", REPORTING_ENV),

@@ -7,6 +7,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
+import { analyzeSchema } from "./db-maintenance.ts";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -154,6 +155,8 @@ export async function migrate(options: {
       options.log?.(`applied ${schema}/${migration.name}`);
       result.applied.push(migration.name);
     }
+    // Fresh statistics for what changed: plans must not wait for autoanalyze.
+    if (result.applied.length) await analyzeSchema(client, schema);
     return result;
   } finally {
     await client.query("SELECT pg_advisory_unlock(hashtext($1))", [lockKey]).catch(() => undefined);

@@ -7,6 +7,8 @@ export * from "./rpc.ts";
 export * from "./subjects.ts";
 export * from "./nats.ts";
 export * from "./db.ts";
+export * from "./db-maintenance.ts";
+export * from "./sql.ts";
 export * from "./paths.ts";
 export * from "./validation.ts";
 export * from "./service.ts";

@@ -27,7 +27,8 @@ export const scanDlqSubject = (orgId: number | string) => `scans.dlq.${orgId}`;
 export const DURABLES = {
   trackingCatalog: "tracking-catalog",
   trackingScans: "tracking-scans",
-  catalogTracking: "catalog-tracking",
+  /** Catalog's consumer of `asset.moved` (filtered; the unfiltered "catalog-tracking" it replaced is removed at boot). */
+  catalogTracking: "catalog-positions",
   reportingCatalog: "reporting-catalog",
   reportingTracking: "reporting-tracking",
 } as const;

@@ -3,6 +3,7 @@ import { jetstream } from "@nats-io/jetstream";
 import {
   createMetrics,
   createPool,
+  startDbMaintenance,
   startService,
   type Logger,
   type Metrics,
@@ -10,11 +11,10 @@ import {
   type RunningService,
 } from "@whereabouts/shared";
 import { createAssetService } from "./assets/asset-service.ts";
-import { createCatalogClient } from "./db/catalog-db.ts";
 import { createEventPublisher, type PublishFn } from "./events/event-outbox.ts";
 import { assetHandlers } from "./handlers/asset-handlers.ts";
 import { locationHandlers } from "./handlers/location-handlers.ts";
-import { createPositionCatchUp, startPositionConsumer } from "./handlers/position-consumer.ts";
+import { startPositionConsumer } from "./handlers/position-consumer.ts";
 import { createLocationService } from "./locations/location-service.ts";
 import { createTagService } from "./tags/tag-service.ts";
 
@@ -26,8 +26,6 @@ export interface CatalogDeps {
   publish?: PublishFn;
   /** How often the outbox relay looks for unpublished events (default 5 s). */
   relayIntervalMs?: number;
-  /** Bound on the wait for position events before a read (default 5 s). */
-  catchUpTimeoutMs?: number;
   poolSize?: number;
   /** RPC, consumer, outbox and pool metrics; default: a registry of its own. */
   metrics?: Metrics;
@@ -44,7 +42,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
   const { nc, logger } = deps;
   const metrics = deps.metrics ?? createMetrics({ service: "catalog" });
   const pool = createPool(deps.databaseUrl, deps.poolSize ?? 10);
-  const db = createCatalogClient(pool);
+  const db = pool;
   const events = createEventPublisher({
     db,
     publish: deps.publish ?? jetStreamPublisher(nc),
@@ -52,7 +50,6 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
     relayIntervalMs: deps.relayIntervalMs ?? 5000,
   });
   const unwatch = [metrics.watchPool("catalog", pool), metrics.watchOutbox("catalog", () => events.backlog())];
-  const positions = await createPositionCatchUp(nc, deps.catchUpTimeoutMs ?? 5000);
   const consumer = await startPositionConsumer({ nc, db, logger, metrics });
   // Whatever a previous run committed but did not publish goes out first.
   await events.start();
@@ -66,12 +63,12 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
     nc,
     logger,
     handlers: {
-      ...assetHandlers({ assets, tags, positions }),
-      ...locationHandlers({ locations, tags, positions }),
+      ...assetHandlers({ assets, tags }),
+      ...locationHandlers({ locations, tags }),
     },
-    workers: [consumer, { stop: () => events.stop() }],
-    close: [async () => unwatch.forEach((stop) => stop()), () => db.$disconnect()],
+    workers: [consumer, { stop: () => events.stop() }, startDbMaintenance({ pool, schema: "catalog", logger })],
+    close: [async () => unwatch.forEach((stop) => stop()), () => pool.end()],
     metrics,
-    readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },
+    readinessChecks: { database: () => pool.query("SELECT 1") },
   });
 }

@@ -4,8 +4,6 @@ import { BaseServiceEnv, parseConfig, serviceDatabaseUrl } from "@whereabouts/sh
 export const CatalogEnv = BaseServiceEnv.extend({
   /** How often the outbox relay republishes events a crash left unpublished. */
   CATALOG_RELAY_INTERVAL_MS: z.coerce.number().int().positive().default(5000),
-  /** Bound on the wait for tracking's position events before a read (then 503). */
-  CATALOG_CATCH_UP_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
 });
 
 export type CatalogConfig = ReturnType<typeof loadCatalogConfig>;

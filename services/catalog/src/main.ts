@@ -16,7 +16,6 @@ const service = await startCatalog({
   logger,
   databaseUrl: config.databaseUrl,
   relayIntervalMs: config.CATALOG_RELAY_INTERVAL_MS,
-  catchUpTimeoutMs: config.CATALOG_CATCH_UP_TIMEOUT_MS,
   metrics,
 });
 ops.setReadiness(service.readiness);

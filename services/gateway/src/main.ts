@@ -9,6 +9,7 @@ import {
   natsConnected,
   onShutdownSignal,
   runReadinessChecks,
+  startDbMaintenance,
   startOpsServer,
 } from "@whereabouts/shared";
 import { buildGateway } from "./app.ts";
@@ -26,6 +27,7 @@ const pool = createPool(config.identityDatabaseUrl, 10);
 metrics.watchPool("identity", pool);
 const db = createIdentityClient(pool);
 const identity = createIdentityStore(db);
+const maintenance = startDbMaintenance({ pool, schema: "identity", logger });
 const nc = await connectNats({ url: config.NATS_URL, name: "gateway", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 const rateLimiter = config.REDIS_URL
   ? createRedisRateLimiter(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), config.RATE_LIMIT_WINDOW_MS, {
@@ -60,6 +62,7 @@ onShutdownSignal(logger, async () => {
   await app.close(); // stops accepting, waits for in-flight requests
   await drainNats(nc);
   await rateLimiter.close();
+  await maintenance.stop();
   await db.$disconnect();
   await ops.close();
 });

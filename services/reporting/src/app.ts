@@ -3,6 +3,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import {
   createMetrics,
   createPool,
+  startDbMaintenance,
   startService,
   type Logger,
   type Metrics,
@@ -45,7 +46,7 @@ export async function startReporting(deps: ReportingDeps): Promise<RunningServic
     nc: deps.nc,
     logger: deps.logger,
     handlers: reportHandlers(service),
-    workers,
+    workers: [...workers, startDbMaintenance({ pool, schema: "reporting", logger: deps.logger })],
     close: [async () => unwatchPool(), () => db.$disconnect()],
     metrics,
     readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },

@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
   createMetrics,
   createPool,
+  startDbMaintenance,
   DURABLES,
   runBatchConsumer,
   startService,
@@ -121,6 +122,7 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
       },
       catalogWorker,
       summary,
+      startDbMaintenance({ pool, schema: "tracking", logger }),
     ],
     close: [async () => unwatchPool(), () => db.$disconnect()],
     metrics,

@@ -1,11 +1,13 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
-import type { AssetPositionEvent, AssetView, SortKey } from "@whereabouts/shared";
+import { unnestColumns, type AssetPositionEvent, type AssetView, type SortKey } from "@whereabouts/shared";
 import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
 import { listPage, orderBy, type Page } from "../requests/list-query.ts";
 
 /** An asset row `a` with its location `l` joined at read time (any state: the pair invariant). */
-const FROM = `catalog.assets a LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id`;
+const JOIN_LOCATION = `LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id`;
+/** One asset row `a` by id (see rowById), with its location. */
+const byId = (idParam: string, lock?: "UPDATE" | "SHARE") => `${rowById("catalog.assets", idParam, lock)} a ${JOIN_LOCATION}`;
 
 const VIEW = `json_build_object(
   'id', a.id,
@@ -35,7 +37,7 @@ export interface AssetState {
 export async function findAsset(db: Db, orgId: number, id: number): Promise<AssetView | undefined> {
   const row = await queryOne<{ view: AssetView }>(
     db,
-    `SELECT ${VIEW} AS view FROM ${FROM} WHERE a.org_id = $1 AND a.id = $2 AND a.deleted_at IS NULL`,
+    `SELECT ${VIEW} AS view FROM ${byId("$2")} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
     [orgId, id],
   );
   return row?.view;
@@ -46,7 +48,7 @@ export async function lockAsset(db: Db, orgId: number, id: number, mode: "UPDATE
   return queryOne<AssetState>(
     db,
     `SELECT ${VIEW} AS view, a.version, ${microsTs("a.valid_from")} AS valid_from_us, ${microsTs("a.valid_to")} AS valid_to_us
-       FROM ${FROM} WHERE a.org_id = $1 AND a.id = $2 AND a.deleted_at IS NULL FOR ${mode} OF a`,
+       FROM ${byId("$2", mode)} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
     [orgId, id],
   );
 }
@@ -55,7 +57,7 @@ export async function lockAsset(db: Db, orgId: number, id: number, mode: "UPDATE
 export async function loadAsset(db: Db, orgId: number, id: number) {
   const row = await queryOne<{ view: AssetView; version: number }>(
     db,
-    `SELECT ${VIEW} AS view, a.version FROM ${FROM} WHERE a.org_id = $1 AND a.id = $2`,
+    `SELECT ${VIEW} AS view, a.version FROM ${byId("$2")} WHERE a.org_id = $1`,
     [orgId, id],
   );
   return row!;
@@ -198,7 +200,7 @@ export async function listAssets(
     page,
     render: (paged) => `SELECT ${VIEW} AS view
          FROM ${paged}
-         LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id
+         ${JOIN_LOCATION}
         ORDER BY ${order}`,
   });
 }
@@ -216,18 +218,23 @@ export async function hasPlacedAssets(db: Db, orgId: number, locationId: number)
 /* -------------------------------------------------------------- positions */
 
 /**
- * Scan data from tracking: sets the position only when the event is newer than
- * the one applied last (observed_at, then seq). Not a catalog change: neither
- * updated_at nor the version moves, and no event is emitted.
+ * Scan data from tracking, one statement per batch: each asset takes the
+ * newest of its events (observed_at, then seq), and only when that is newer
+ * than the position it holds. Not a catalog change: neither updated_at nor the
+ * version moves, and no event is emitted.
  */
-export async function applyPosition(db: Db, event: AssetPositionEvent): Promise<boolean> {
-  const changed = await execute(
+export async function applyPositions(db: Db, events: AssetPositionEvent[]): Promise<void> {
+  if (!events.length) return;
+  await execute(
     db,
-    `UPDATE catalog.assets
-        SET location_id = $3, location_observed_at = $4::timestamptz, location_seq = $5
-      WHERE org_id = $1 AND id = $2
-        AND (location_observed_at IS NULL OR (location_observed_at, location_seq) < ($4::timestamptz, $5::bigint))`,
-    [event.org_id, event.asset_id, event.location_id, event.observed_at, event.seq],
+    `UPDATE catalog.assets a
+        SET location_id = n.location_id, location_observed_at = n.observed_at, location_seq = n.seq
+       FROM (SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, location_id, observed_at, seq
+               FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
+                    AS e(org_id, asset_id, location_id, observed_at, seq)
+              ORDER BY org_id, asset_id, observed_at DESC, seq DESC) n
+      WHERE a.id = n.asset_id AND a.org_id = n.org_id
+        AND (a.location_observed_at IS NULL OR (a.location_observed_at, a.location_seq) < (n.observed_at, n.seq))`,
+    unnestColumns(events, "org_id", "asset_id", "location_id", "observed_at", "seq"),
   );
-  return changed > 0;
 }

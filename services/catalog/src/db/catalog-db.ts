@@ -1,50 +1,37 @@
-/** The catalog's Prisma client (schema `catalog`), transactions and error mapping. */
-import { PrismaPg } from "@prisma/adapter-pg";
-import type { Pool } from "@whereabouts/shared";
-import { PrismaClient, type Prisma } from "../generated/catalog/client.ts";
+/**
+ * The catalog's SQL surface (schema `catalog`): pg directly, prepared
+ * statements, transactions (see packages/shared/src/sql.ts for why not
+ * Prisma's raw queries on this path). The Prisma schema in prisma/catalog
+ * stays the description of the tables and their migrations.
+ */
+import {
+  sqlExecute,
+  sqlQuery,
+  sqlQueryOne,
+  sqlTransaction,
+  uniqueViolationOf,
+  type Pool,
+  type Sql,
+  type SqlTx,
+} from "@whereabouts/shared";
 
-export type CatalogClient = InstanceType<typeof PrismaClient>;
-/** Anything that runs raw SQL: the client or an open transaction. */
-export type Db = Pick<Prisma.TransactionClient, "$queryRawUnsafe" | "$executeRawUnsafe">;
-export type Tx = Prisma.TransactionClient;
+export type CatalogClient = Pool;
+/** Anything that runs SQL: the pool or an open transaction. */
+export type Db = Sql;
+export type Tx = SqlTx;
 
-/** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
-export function createCatalogClient(connection: string | Pool, max = 10): CatalogClient {
-  const adapter =
-    typeof connection === "string"
-      ? new PrismaPg({ connectionString: connection, max })
-      : new PrismaPg(connection, { disposeExternalPool: true });
-  return new PrismaClient({ adapter });
+export function inTransaction<T>(db: CatalogClient, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return sqlTransaction(db, work);
 }
 
-export async function inTransaction<T>(db: CatalogClient, work: (tx: Tx) => Promise<T>): Promise<T> {
-  return db.$transaction(work, { maxWait: 10_000, timeout: 20_000 });
-}
-
-/** Typed raw query with positional parameters ($1, $2, ...). */
-export function query<T>(db: Db, sql: string, params: unknown[] = []): Promise<T[]> {
-  return db.$queryRawUnsafe<T[]>(sql, ...params);
-}
-
-export async function queryOne<T>(db: Db, sql: string, params: unknown[] = []): Promise<T | undefined> {
-  const rows = await query<T>(db, sql, params);
-  return rows[0];
-}
-
-export async function execute(db: Db, sql: string, params: unknown[] = []): Promise<number> {
-  return db.$executeRawUnsafe(sql, ...params);
-}
+/** Typed query with positional parameters ($1, $2, ...). */
+export const query = <T>(db: Db, sql: string, params: unknown[] = []): Promise<T[]> => sqlQuery<T>(db, sql, params);
+export const queryOne = <T>(db: Db, sql: string, params: unknown[] = []): Promise<T | undefined> =>
+  sqlQueryOne<T>(db, sql, params);
+export const execute = (db: Db, sql: string, params: unknown[] = []): Promise<number> => sqlExecute(db, sql, params);
 
 /** The unique index a failed statement violated, if that is why it failed. */
-export function uniqueViolation(err: unknown): string | undefined {
-  const meta = (err as { meta?: { driverAdapterError?: { cause?: Record<string, unknown> } } }).meta;
-  const cause = meta?.driverAdapterError?.cause;
-  if (!cause || cause.originalCode !== "23505") return undefined;
-  const constraint = cause.constraint as { index?: string } | undefined;
-  if (constraint?.index) return constraint.index;
-  const message = String(cause.originalMessage ?? "");
-  return /constraint "([^"]+)"/.exec(message)?.[1] ?? "unknown";
-}
+export const uniqueViolation = uniqueViolationOf;
 
 /** Collects positional parameters while a statement is assembled. */
 export class Params {

@@ -52,12 +52,26 @@ export const tagRecordJson = (t: string) => `json_build_object(
 
 export type OwnerType = "asset" | "location";
 
-/** The embedded tags array of an owner row: active, currently effective, live; by id. */
+/**
+ * The embedded tags array of an owner row: active, currently effective, live;
+ * by id. The owner lookup sits behind OFFSET 0 so that the only index it can
+ * use is the owner index: without statistics (a never-analyzed table) the
+ * planner would otherwise pick the live `(org_id, tag_type, value)` index and
+ * walk every tag of the organization.
+ */
 export const embeddedTags = (ownerType: OwnerType, owner: string) => `COALESCE((
   SELECT json_agg(${tagViewJson("t")} ORDER BY t.id)
-    FROM catalog.tags t
-   WHERE t.org_id = ${owner}.org_id AND t.owner_type = '${ownerType}' AND t.owner_id = ${owner}.id
-     AND ${visibleTag("t")}), '[]'::json)`;
+    FROM (SELECT * FROM catalog.tags
+           WHERE org_id = ${owner}.org_id AND owner_type = '${ownerType}' AND owner_id = ${owner}.id OFFSET 0) t
+   WHERE ${visibleTag("t")}), '[]'::json)`;
+
+/**
+ * One row of `table` by primary key, whatever the statistics say: OFFSET 0
+ * keeps the caller's other conditions (org, soft delete) out of the scan, so
+ * the primary key is the only index that applies. `lock` locks that row.
+ */
+export const rowById = (table: string, idParam: string, lock?: "UPDATE" | "SHARE") =>
+  `(SELECT * FROM ${table} WHERE id = ${idParam}${lock ? ` FOR ${lock}` : " OFFSET 0"})`;
 
 /** An ILIKE pattern matching `text` anywhere, with its wildcards escaped. */
 export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -4,7 +4,6 @@ import { ASSET_SORT_FIELDS, type AssetFilters } from "../assets/asset-store.ts";
 import type { AssetService } from "../assets/asset-service.ts";
 import { checkPair, readKeyFilter, readQ } from "../requests/list-query.ts";
 import type { TagService } from "../tags/tag-service.ts";
-import type { PositionCatchUp } from "./position-consumer.ts";
 import { noContent, ok, orgOf, pathId } from "./rpc-support.ts";
 
 function readAssetQuery(request: RpcRequest) {
@@ -27,14 +26,12 @@ function readAssetQuery(request: RpcRequest) {
 export function assetHandlers(deps: {
   assets: AssetService;
   tags: TagService;
-  positions: PositionCatchUp;
 }): Record<string, RpcHandler> {
-  const { assets, tags, positions } = deps;
+  const { assets, tags } = deps;
   return {
     "asset.list": async (request) => {
       const orgId = orgOf(request);
       const { filters, page, sort } = readAssetQuery(request);
-      await positions.catchUp();
       return ok(await assets.list(orgId, filters, sort, page));
     },
     "asset.create": async (request) => {
@@ -44,13 +41,11 @@ export function assetHandlers(deps: {
     "asset.get": async (request) => {
       const orgId = orgOf(request);
       const id = pathId(request, "asset_id");
-      await positions.catchUp();
       return ok({ data: await assets.get(orgId, id) });
     },
     "asset.update": async (request) => {
       const orgId = orgOf(request);
       const id = pathId(request, "asset_id");
-      await positions.catchUp();
       return ok({ data: await assets.update(orgId, id, request.body) });
     },
     "asset.delete": async (request) => {
@@ -60,7 +55,6 @@ export function assetHandlers(deps: {
     "asset.rename": async (request) => {
       const orgId = orgOf(request);
       const id = pathId(request, "asset_id");
-      await positions.catchUp();
       return ok(await assets.rename(orgId, id, request.body));
     },
     "asset.tag.attach": async (request) => {

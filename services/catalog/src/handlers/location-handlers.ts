@@ -4,7 +4,6 @@ import { LOCATION_SORT_FIELDS, type LocationFilters, type TreeView } from "../lo
 import type { LocationService } from "../locations/location-service.ts";
 import { checkPair, readKeyFilter, readQ } from "../requests/list-query.ts";
 import type { TagService } from "../tags/tag-service.ts";
-import type { PositionCatchUp } from "./position-consumer.ts";
 import { noContent, ok, orgOf, pathId, readTreeQuery } from "./rpc-support.ts";
 
 function readLocationQuery(request: RpcRequest) {
@@ -36,9 +35,8 @@ const tree =
 export function locationHandlers(deps: {
   locations: LocationService;
   tags: TagService;
-  positions: PositionCatchUp;
 }): Record<string, RpcHandler> {
-  const { locations, tags, positions } = deps;
+  const { locations, tags } = deps;
   return {
     "location.list": async (request) => {
       const orgId = orgOf(request);
@@ -53,11 +51,9 @@ export function locationHandlers(deps: {
     "location.update": async (request) =>
       ok({ data: await locations.update(orgOf(request), pathId(request, "location_id"), request.body) }),
     "location.delete": async (request) => {
-      const orgId = orgOf(request);
-      const id = pathId(request, "location_id");
-      // Placed assets block the delete: apply every position event first.
-      await positions.catchUp();
-      await locations.remove(orgId, id);
+      // Placed assets block the delete as positions stand now: scan effects are
+      // eventually visible (ARCHITECTURE.md rule 4), never waited for.
+      await locations.remove(orgOf(request), pathId(request, "location_id"));
       return noContent();
     },
     "location.rename": async (request) =>

@@ -1,7 +1,8 @@
 /**
- * Asset positions from tracking: a durable pull consumer on the TRACKING stream
- * applies `asset.moved` events to the assets' location columns (newer only), and
- * reads that show a position first catch up with it (read-your-writes).
+ * Asset positions from tracking: a durable pull consumer of the TRACKING
+ * stream's `asset.moved` events sets the assets' location columns, newer
+ * events only. Positions are scan data: reads never wait for this consumer
+ * (ARCHITECTURE.md rule 4); they show what it has applied.
  */
 import {
   AssetPositionEvent,
@@ -10,7 +11,6 @@ import {
   parseInstant,
   runBatchConsumer,
   STREAMS,
-  waitForConsumer,
   type ConsumerSpec,
   type JsMsg,
   type Logger,
@@ -18,23 +18,21 @@ import {
   type NatsConnection,
   type Worker,
 } from "@whereabouts/shared";
-import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { applyPosition } from "../assets/asset-store.ts";
-import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { applyPositions } from "../assets/asset-store.ts";
+import type { CatalogClient } from "../db/catalog-db.ts";
 
-/**
- * Unfiltered, so the ack floor passes every stream sequence and
- * `waitForConsumer` can tell when the catalog has caught up.
- */
 export const POSITION_CONSUMER: ConsumerSpec = {
   stream: STREAMS.TRACKING.name,
   durable: DURABLES.catalogTracking,
+  filterSubjects: ["tracking.events.*.asset.moved"],
   ackWaitMs: 30_000,
   maxDeliver: 20,
-  batchSize: 200,
+  batchSize: 1000,
 };
 
-const MOVED = /^tracking\.events\.\d+\.asset\.moved$/;
+/** The unfiltered durable of earlier versions: nobody reads it, so it would hold every message forever. */
+const RETIRED_DURABLE = "catalog-tracking";
 
 export async function startPositionConsumer(deps: {
   nc: NatsConnection;
@@ -43,15 +41,12 @@ export async function startPositionConsumer(deps: {
   metrics?: Metrics;
 }): Promise<Worker> {
   const { db, logger } = deps;
+  const jsm = await jetstreamManager(deps.nc);
+  await jsm.consumers.delete(POSITION_CONSUMER.stream, RETIRED_DURABLE).catch(() => false);
   const handle = async (messages: JsMsg[]) => {
     const events: AssetPositionEvent[] = [];
-    const skipped: JsMsg[] = [];
     const applied: JsMsg[] = [];
     for (const msg of messages) {
-      if (!MOVED.test(msg.subject)) {
-        skipped.push(msg);
-        continue;
-      }
       let parsed;
       try {
         parsed = AssetPositionEvent.safeParse(decodeJson(msg.data));
@@ -67,24 +62,8 @@ export async function startPositionConsumer(deps: {
       events.push(parsed.data);
       applied.push(msg);
     }
-    if (events.length) {
-      await inTransaction(db, async (tx) => {
-        for (const event of events) await applyPosition(tx, event);
-      });
-    }
-    for (const msg of [...applied, ...skipped]) msg.ack();
+    await applyPositions(db, events);
+    for (const msg of applied) msg.ack();
   };
   return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle, logger, metrics: deps.metrics });
-}
-
-export interface PositionCatchUp {
-  /** Waits until every position event published so far is applied (503 on timeout). */
-  catchUp(): Promise<void>;
-}
-
-export async function createPositionCatchUp(nc: NatsConnection, timeoutMs: number): Promise<PositionCatchUp> {
-  const jsm: JetStreamManager = await jetstreamManager(nc);
-  return {
-    catchUp: () => waitForConsumer(jsm, POSITION_CONSUMER.stream, POSITION_CONSUMER.durable, timeoutMs),
-  };
 }

@@ -4,12 +4,13 @@
  */
 import type { LocationView, SortKey } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
 import { listPage, orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
 const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
-const FROM = `catalog.locations l ${JOIN_PARENT}`;
+/** One location row `l` by id (see rowById), with its parent. */
+const byId = (idParam: string, lock?: "UPDATE") => `${rowById("catalog.locations", idParam, lock)} l ${JOIN_PARENT}`;
 
 const VIEW = `json_build_object(
   'id', l.id,
@@ -39,7 +40,7 @@ export interface LocationState {
 export async function findLocation(db: Db, orgId: number, id: number): Promise<LocationView | undefined> {
   const row = await queryOne<{ view: LocationView }>(
     db,
-    `SELECT ${VIEW} AS view FROM ${FROM} WHERE l.org_id = $1 AND l.id = $2 AND l.deleted_at IS NULL`,
+    `SELECT ${VIEW} AS view FROM ${byId("$2")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
     [orgId, id],
   );
   return row?.view;
@@ -49,7 +50,7 @@ export async function lockLocation(db: Db, orgId: number, id: number) {
   return queryOne<LocationState>(
     db,
     `SELECT ${VIEW} AS view, l.version, ${microsTs("l.valid_from")} AS valid_from_us, ${microsTs("l.valid_to")} AS valid_to_us
-       FROM ${FROM} WHERE l.org_id = $1 AND l.id = $2 AND l.deleted_at IS NULL FOR UPDATE OF l`,
+       FROM ${byId("$2", "UPDATE")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
     [orgId, id],
   );
 }
@@ -57,7 +58,7 @@ export async function lockLocation(db: Db, orgId: number, id: number) {
 export async function loadLocation(db: Db, orgId: number, id: number) {
   const row = await queryOne<{ view: LocationView; version: number }>(
     db,
-    `SELECT ${VIEW} AS view, l.version FROM ${FROM} WHERE l.org_id = $1 AND l.id = $2`,
+    `SELECT ${VIEW} AS view, l.version FROM ${byId("$2")} WHERE l.org_id = $1`,
     [orgId, id],
   );
   return row!;

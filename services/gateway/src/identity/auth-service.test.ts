@@ -6,9 +6,14 @@ import type { ApiKeyRow } from "./identity-store.ts";
 
 function storeWith(rows: ApiKeyRow[]) {
   const touched: number[] = [];
+  const lookups: string[] = [];
   return {
     touched,
-    findApiKeyByHash: async (hash: string) => rows.find((r) => r.hash === hash) ?? null,
+    lookups,
+    findApiKeyByHash: async (hash: string) => {
+      lookups.push(hash);
+      return rows.find((r) => r.hash === hash) ?? null;
+    },
     touchApiKey: async (id: number) => {
       touched.push(id);
     },
@@ -92,5 +97,45 @@ describe("authenticate", () => {
     t += 61_000;
     await auth.authenticate(`Bearer ${key}`);
     expect(store.touched).toEqual([1, 1]);
+  });
+
+  it("caches a key for the TTL only: a revocation is seen once the copy is older than the TTL", async () => {
+    const rows = [row(key)];
+    const store = storeWith(rows);
+    let t = now.getTime();
+    const auth = createAuthService(store, () => new Date(t), { cacheTtlMs: 500 });
+    expect(await detail(auth.authenticate(`Bearer ${key}`))).toBe("ok");
+    rows[0] = row(key, { revokedAt: new Date(t) });
+    t += 499;
+    expect(await detail(auth.authenticate(`Bearer ${key}`))).toBe("ok");
+    expect(store.lookups).toHaveLength(1);
+    t += 1;
+    expect(await detail(auth.authenticate(`Bearer ${key}`))).toBe("401 API key has been revoked");
+    expect(store.lookups).toHaveLength(2);
+  });
+
+  it("checks expiry against the clock on every request, cached or not", async () => {
+    let t = now.getTime();
+    const store = storeWith([row(key, { expiresAt: new Date(t + 100) })]);
+    const auth = createAuthService(store, () => new Date(t), { cacheTtlMs: 60_000 });
+    expect(await detail(auth.authenticate(`Bearer ${key}`))).toBe("ok");
+    t += 100;
+    expect(await detail(auth.authenticate(`Bearer ${key}`))).toBe("401 API key has expired");
+    expect(store.lookups).toHaveLength(1);
+  });
+
+  it("shares one lookup between concurrent requests and caches unknown keys briefly", async () => {
+    const store = storeWith([row(key)]);
+    let t = now.getTime();
+    const auth = createAuthService(store, () => new Date(t), { cacheTtlMs: 500 });
+    const results = await Promise.all(Array.from({ length: 20 }, () => detail(auth.authenticate(`Bearer ${key}`))));
+    expect(new Set(results)).toEqual(new Set(["ok"]));
+    expect(store.lookups).toHaveLength(1);
+    const unknown = generateApiKey().key;
+    for (let i = 0; i < 5; i++) expect(await detail(auth.authenticate(`Bearer ${unknown}`))).toBe("401 Unknown API key");
+    expect(store.lookups).toHaveLength(2);
+    t += 500;
+    expect(await detail(auth.authenticate(`Bearer ${unknown}`))).toBe("401 Unknown API key");
+    expect(store.lookups).toHaveLength(3);
   });
 });

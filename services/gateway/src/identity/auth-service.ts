@@ -1,7 +1,16 @@
-/** Authenticates a request's Authorization header into a principal. */
+/**
+ * Authenticates a request's Authorization header into a principal.
+ *
+ * Key rows are cached by hash for at most `cacheTtlMs` (default 500 ms), so a
+ * hot key costs no database round trip per request while a revocation still
+ * reaches every gateway replica within a second: each replica re-reads the row
+ * once its copy is older than the TTL. Expiry is checked against the clock on
+ * every request. Unknown keys are cached too (briefly), so a flood of made-up
+ * keys cannot turn into a flood of queries; concurrent misses share one query.
+ */
 import { unauthorized, type Principal } from "@whereabouts/shared";
 import { hashApiKey, hashesEqual, isWellFormedApiKey } from "./api-key.ts";
-import type { IdentityStore } from "./identity-store.ts";
+import type { ApiKeyRow, IdentityStore } from "./identity-store.ts";
 
 export interface AuthenticatedKey {
   principal: Principal;
@@ -10,9 +19,46 @@ export interface AuthenticatedKey {
 }
 
 const TOUCH_INTERVAL_MS = 60_000;
+const MAX_CACHED_KEYS = 10_000;
 
-export function createAuthService(store: Pick<IdentityStore, "findApiKeyByHash" | "touchApiKey">, now = () => new Date()) {
+interface CachedKey {
+  row: ApiKeyRow | null;
+  principal: Principal | null;
+  fetchedAt: number;
+}
+
+export function createAuthService(
+  store: Pick<IdentityStore, "findApiKeyByHash" | "touchApiKey">,
+  now = () => new Date(),
+  options: { cacheTtlMs?: number } = {},
+) {
+  const cacheTtlMs = options.cacheTtlMs ?? 500;
   const lastTouched = new Map<number, number>();
+  const cache = new Map<string, CachedKey>();
+  const loading = new Map<string, Promise<CachedKey>>();
+
+  function load(hash: string, at: number): Promise<CachedKey> {
+    let pending = loading.get(hash);
+    if (!pending) {
+      pending = store
+        .findApiKeyByHash(hash)
+        .then((row) => {
+          const entry: CachedKey = {
+            row,
+            principal: row ? { key_id: row.id, org_id: row.orgId, scopes: row.scopes } : null,
+            fetchedAt: at,
+          };
+          // Oldest first out (Map keeps insertion order; a refresh re-inserts).
+          cache.delete(hash);
+          if (cache.size >= MAX_CACHED_KEYS) cache.delete(cache.keys().next().value!);
+          cache.set(hash, entry);
+          return entry;
+        })
+        .finally(() => loading.delete(hash));
+      loading.set(hash, pending);
+    }
+    return pending;
+  }
 
   return {
     async authenticate(header: string | undefined): Promise<AuthenticatedKey> {
@@ -22,21 +68,21 @@ export function createAuthService(store: Pick<IdentityStore, "findApiKeyByHash" 
       const key = rest.join(" ");
       if (!isWellFormedApiKey(key)) throw unauthorized("Malformed API key");
       const hash = hashApiKey(key);
-      const row = await store.findApiKeyByHash(hash);
-      if (!row || !hashesEqual(row.hash, hash)) throw unauthorized("Unknown API key");
       const at = now();
+      const ms = at.getTime();
+      let entry = cache.get(hash);
+      if (!entry || ms - entry.fetchedAt >= cacheTtlMs || ms < entry.fetchedAt) entry = await load(hash, ms);
+      const { row, principal } = entry;
+      if (!row || !principal || !hashesEqual(row.hash, hash)) throw unauthorized("Unknown API key");
       if (row.revokedAt) throw unauthorized("API key has been revoked");
-      if (row.expiresAt && row.expiresAt.getTime() <= at.getTime()) throw unauthorized("API key has expired");
+      if (row.expiresAt && row.expiresAt.getTime() <= ms) throw unauthorized("API key has expired");
       // last_used_at is advisory: written at most once a minute per key.
       const previous = lastTouched.get(row.id) ?? 0;
-      if (at.getTime() - previous > TOUCH_INTERVAL_MS) {
-        lastTouched.set(row.id, at.getTime());
+      if (ms - previous > TOUCH_INTERVAL_MS) {
+        lastTouched.set(row.id, ms);
         void store.touchApiKey(row.id, at).catch(() => undefined);
       }
-      return {
-        principal: { key_id: row.id, org_id: row.orgId, scopes: row.scopes },
-        rateLimit: row.rateLimit,
-      };
+      return { principal, rateLimit: row.rateLimit };
     },
   };
 }
