@@ -24,11 +24,10 @@ import {
   catalogEventSubject,
   connectNats,
   createLogger,
-  decodeJson,
   encodeJson,
   ensureStreams,
   repoRoot,
-  RpcReply,
+  decodeRpcReply,
   scanSubject,
   type NatsConnection,
 } from "@whereabouts/shared";
@@ -82,7 +81,7 @@ function rpcEnvelope(query: Record<string, string[]>, assetId?: number) {
 async function trackingMetrics(nc: NatsConnection): Promise<{ readsRecorded: number; scansProcessed: number; catalogApplied: number } | undefined> {
   try {
     const msg = await nc.request("tracking.metrics", encodeJson(rpcEnvelope({})), { timeout: 2000 });
-    const body = RpcReply.parse(decodeJson(msg.data)).body as {
+    const body = decodeRpcReply(msg).body as {
       scans: { readsRecorded: number; scansProcessed: number };
       replica: { catalogEventsApplied: number };
     };
@@ -287,7 +286,7 @@ try {
         await ack;
         for (;;) {
           const msg = await nc.request("tracking.history.list", encodeJson(rpcEnvelope({ limit: ["1"] }, probeAsset)), { timeout: 5000 });
-          const body = RpcReply.parse(decodeJson(msg.data)).body as { data: Array<{ event_observed_at: string }> };
+          const body = decodeRpcReply(msg).body as { data: Array<{ event_observed_at: string }> };
           if (body.data[0] && body.data[0].event_observed_at >= observedAt) break;
           await sleep(5);
         }

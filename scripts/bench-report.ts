@@ -16,7 +16,7 @@ import { parseArgs } from "node:util";
 import {
   connectNats,
   createLogger,
-  decodeJson,
+  decodeRpcReply,
   encodeJson,
   ensureStreams,
   migrate,
@@ -179,7 +179,7 @@ async function main() {
       let body: { data: unknown[]; total_count: number } | undefined;
       const rpc = await measure(async () => {
         const msg = await nc.request(rpcSubject("reporting", "report.asset_locations"), encodeJson(envelope), { timeout: 10_000 });
-        const reply = decodeJson(msg.data) as { status: number; body: { data: unknown[]; total_count: number } };
+        const reply = decodeRpcReply(msg) as { status: number; body: { data: unknown[]; total_count: number } };
         if (reply.status !== 200) throw new Error(`${name}: ${JSON.stringify(reply.body)}`);
         body = reply.body;
       });

@@ -1,8 +1,6 @@
 /** Locations end to end: records, create, delete rules, rename, tree endpoints, isolation. */
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { DURABLES, encodeJson, STREAMS, waitForConsumer } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startStack, type Stack } from "./harness.ts";
+import { placeAsset, startStack, type Stack } from "./harness.ts";
 import { apiClient, type ApiCall } from "./openapi-validator.ts";
 
 let stack: Stack;
@@ -56,20 +54,8 @@ const ids = (res: { body: Body }) => (res.body.data as Body[]).map((l) => l.id);
 let seq = 0;
 async function place(assetId: number, locationId: number) {
   seq++;
-  await jetstream(stack.nc).publish(
-    `tracking.events.${orgId}.asset.moved`,
-    encodeJson({
-      version: 1,
-      event_id: `moved:${orgId}:${assetId}:${seq}`,
-      org_id: orgId,
-      asset_id: assetId,
-      location_id: locationId,
-      observed_at: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, seq)).toISOString(),
-      seq,
-    }),
-  );
-  // Positions are eventually visible: wait until catalog's consumer has applied it.
-  await waitForConsumer(await jetstreamManager(stack.nc), STREAMS.TRACKING.name, DURABLES.catalogTracking, 10_000);
+  const observedAt = new Date(Date.UTC(2026, 0, 1, 0, 0, 0, seq)).toISOString();
+  await placeAsset(stack.nc, { orgId, assetId, locationId, seq, observedAt });
 }
 
 describe("location records and create", () => {

@@ -1,8 +1,6 @@
 /** PATCH body rules 1-10 and the paired-key matrix, for assets and locations. */
-import { jetstream } from "@nats-io/jetstream";
-import { encodeJson } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startStack, type Stack } from "./harness.ts";
+import { placeAsset, startStack, type Stack } from "./harness.ts";
 import { apiClient, type ApiCall } from "./openapi-validator.ts";
 
 let stack: Stack;
@@ -35,19 +33,8 @@ const fields = (res: { body: Body }) => (res.body.error.fields as Body[]).map((f
 
 /** Places an asset at a location as tracking would: an asset.moved event on TRACKING. */
 async function place(assetId: number, locationId: number, seq: number) {
-  await jetstream(stack.nc).publish(
-    `tracking.events.${orgId}.asset.moved`,
-    encodeJson({
-      version: 1,
-      event_id: `moved:${orgId}:${assetId}:${seq}`,
-      org_id: orgId,
-      asset_id: assetId,
-      location_id: locationId,
-      observed_at: new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString(),
-      seq,
-    }),
-  );
-  // Reads catch up with the TRACKING stream first (read-your-writes): no polling.
+  const observedAt = new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString();
+  await placeAsset(stack.nc, { orgId, assetId, locationId, seq, observedAt });
   const res = await api<Body>("GET", `/api/v1/assets/${assetId}`);
   expect(res.body.data.location_id).toBe(locationId);
   return res.body.data;

@@ -3,12 +3,17 @@
  * schema migrated, the streams created, the chosen services running in this
  * process, and the gateway answering `inject()`. Nothing is mocked.
  */
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
   connectNats,
+  DURABLES,
+  encodeJson,
+  STREAMS,
+  waitForConsumer,
   createLogger,
   decodeJson,
-  encodeJson,
   ensureStreams,
+  respondRpc,
   RpcRequest,
   type NatsConnection,
   type RpcReply,
@@ -179,9 +184,34 @@ export function fakeService(
         } catch (err) {
           reply = { status: 500, headers: {}, body: { fake_service_error: String(err) } };
         }
-        if (reply && msg.reply) msg.respond(encodeJson(reply));
+        if (reply && msg.reply) respondRpc(msg, reply, msg.headers?.get("X-Request-ID") ?? "fake");
       })();
     },
   });
   return { requests, stop: () => sub.unsubscribe() };
+}
+
+/**
+ * Moves an asset as tracking would (an `asset.moved` event on TRACKING) and
+ * waits until catalog's position consumer has applied it: positions are
+ * eventually visible (ARCHITECTURE.md rule 4), so tests wait for the consumer,
+ * never for a fixed time.
+ */
+export async function placeAsset(
+  nc: NatsConnection,
+  move: { orgId: number; assetId: number; locationId: number; seq: number; observedAt: string },
+): Promise<void> {
+  await jetstream(nc).publish(
+    `tracking.events.${move.orgId}.asset.moved`,
+    encodeJson({
+      version: 1,
+      event_id: `moved:${move.orgId}:${move.assetId}:${move.seq}`,
+      org_id: move.orgId,
+      asset_id: move.assetId,
+      location_id: move.locationId,
+      observed_at: move.observedAt,
+      seq: move.seq,
+    }),
+  );
+  await waitForConsumer(await jetstreamManager(nc), STREAMS.TRACKING.name, DURABLES.catalogTracking, 10_000);
 }

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
-import { decodeJson, encodeJson, RpcReply, scanSubject, type AssetHistoryItem } from "@whereabouts/shared";
+import { decodeRpcReply, encodeJson, scanSubject, type AssetHistoryItem } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
 import type pg from "pg";
 import type { Stack } from "./harness.ts";
@@ -50,7 +50,7 @@ async function historyOf(assetId: number, count: number, query = "?sort=event_ob
 async function metrics() {
   const envelope = { request_id: "metrics", principal: { key_id: 0, org_id: null, scopes: [] }, method: "GET", route: "", path: "", params: {}, query: {}, body: null };
   const msg = await stack.nc.request("tracking.metrics", encodeJson(envelope), { timeout: 2000 });
-  return RpcReply.parse(decodeJson(msg.data)).body as {
+  return decodeRpcReply(msg).body as {
     scans: { deadLettered: Record<string, number>; tagsUnresolved: number; scansDuplicate: number };
   };
 }

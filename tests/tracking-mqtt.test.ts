@@ -13,11 +13,10 @@ import mqtt from "mqtt";
 import {
   connectNats,
   createLogger,
-  decodeJson,
   encodeJson,
   ensureStreams,
   repoRoot,
-  RpcReply,
+  decodeRpcReply,
   type NatsConnection,
   type RunningService,
 } from "@whereabouts/shared";
@@ -105,7 +104,7 @@ describe("MQTT ingestion", () => {
     };
     const body = await eventually(async () => {
       const msg = await nc.request("tracking.history.list", encodeJson(request), { timeout: 2000 });
-      const reply = RpcReply.parse(decodeJson(msg.data));
+      const reply = decodeRpcReply(msg);
       const page = reply.body as { total_count: number };
       return reply.status === 200 && page.total_count === 1 ? page : undefined;
     }, 15_000);

@@ -3,9 +3,20 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "./errors.ts";
 import { createLogger } from "./logger.ts";
-import { callRpc, connectNats, encodeJson, ensureStreams, natsConnected, pingService, serveRpc, type NatsConnection } from "./nats.ts";
+import {
+  callRpc,
+  callRpcRaw,
+  connectNats,
+  decodeRpcReply,
+  encodeJson,
+  ensureStreams,
+  natsConnected,
+  pingService,
+  serveRpc,
+  type NatsConnection,
+} from "./nats.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { RpcRequest } from "./rpc.ts";
+import { JsonText, type RpcRequest } from "./rpc.ts";
 import { startTestNats, type TestNats } from "./testing/index.ts";
 
 const logger = createLogger("test", "silent");
@@ -81,7 +92,7 @@ describe("serveRpc / callRpc", () => {
     await server.flush();
     try {
       const msg = await client.request("catalog.asset.list", encodeJson({ nope: true }), { timeout: 1000 });
-      expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ status: 400, body: { error: { type: "bad_request" } } });
+      expect(decodeRpcReply(msg)).toMatchObject({ status: 400, body: { error: { type: "bad_request" } } });
     } finally {
       await rpc.stop();
     }
@@ -100,6 +111,28 @@ describe("serveRpc / callRpc", () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     } finally {
       sub.unsubscribe();
+    }
+  });
+
+  it("replies carry status and headers beside the body, which arrives as the handler's JSON text", async () => {
+    const rpc = serveRpc(
+      server,
+      "catalog",
+      {
+        "asset.get": async () => ({ status: 201, headers: { location: "/x/1" }, body: new JsonText('{"data":{"id":1}}') }),
+        "asset.delete": async () => ({ status: 204, headers: {} }),
+      },
+      logger,
+    );
+    await server.flush();
+    try {
+      const raw = await callRpcRaw(client, "catalog.asset.get", request(), { timeoutMs: 1000 });
+      expect(raw.status).toBe(201);
+      expect(raw.headers).toEqual({ location: "/x/1" });
+      expect(new TextDecoder().decode(raw.payload)).toBe('{"data":{"id":1}}');
+      expect(await callRpc(client, "catalog.asset.delete", request(), { timeoutMs: 1000 })).toEqual({ status: 204, headers: {} });
+    } finally {
+      await rpc.stop();
     }
   });
 

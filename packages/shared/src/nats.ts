@@ -12,8 +12,18 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import type { Logger } from "pino";
+import { z } from "zod";
 import { AppError, serviceUnavailable, toErrorEnvelope } from "./errors.ts";
-import { HEADER_REQUEST_ID, HEADER_TRACEPARENT, RpcReply, RpcRequest } from "./rpc.ts";
+import {
+  HEADER_REQUEST_ID,
+  HEADER_RPC_HEADERS,
+  HEADER_RPC_STATUS,
+  HEADER_TRACEPARENT,
+  JsonText,
+  type RpcReply,
+  RpcRequest,
+  type RawRpcReply,
+} from "./rpc.ts";
 import type { Metrics } from "./metrics.ts";
 import { PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
 import { formatTraceparent, newTrace, parseTraceparent } from "./tracing.ts";
@@ -149,15 +159,14 @@ export function serveRpc(
       metrics.rpcDuration.observe(labels, seconds);
     }
     if (!msg.reply) return;
-    const replyHeaders = messageHeaders(requestId, traceparent);
     try {
-      msg.respond(encodeJson(reply), { headers: replyHeaders });
+      respondRpc(msg, reply, requestId, traceparent);
     } catch (err) {
       // E.g. a reply larger than the broker's max_payload: still answer.
       log.error({ err }, "rpc reply could not be sent");
       const envelope = toErrorEnvelope(err, { instance, request_id: requestId });
       try {
-        msg.respond(encodeJson({ status: envelope.error.status, headers: {}, body: envelope }), { headers: replyHeaders });
+        respondRpc(msg, { status: envelope.error.status, headers: {}, body: envelope }, requestId, traceparent);
       } catch (again) {
         log.error({ err: again }, "rpc error reply could not be sent");
       }
@@ -207,17 +216,77 @@ export async function drainNats(nc: NatsConnection, timeoutMs = 5000): Promise<v
   await settle(nc, drain, () => nc.close().catch(() => undefined), timeoutMs);
 }
 
-/**
- * Calls a service; a timeout or no responder becomes 503 service_unavailable
- * (with Retry-After), a request too large for the broker 413, and a reply
- * that is not an RpcReply an internal error.
- */
+const EMPTY = new Uint8Array(0);
+
+/** Answers an RPC request (see HEADER_RPC_STATUS for the wire form). */
+export function respondRpc(msg: Msg, reply: RpcReply, requestId: string, traceparent?: string): void {
+  const headers = messageHeaders(requestId, traceparent);
+  headers.set(HEADER_RPC_STATUS, String(reply.status));
+  const names = Object.keys(reply.headers);
+  if (names.length) headers.set(HEADER_RPC_HEADERS, JSON.stringify(reply.headers));
+  const { body } = reply;
+  const data = body === undefined ? EMPTY : body instanceof JsonText ? encoder.encode(body.text) : encodeJson(body);
+  msg.respond(data, { headers });
+}
+
+/** Reads an RPC reply message without decoding its body; throws when it is not one. */
+export function readRpcReply(msg: Msg, subject: string): RawRpcReply {
+  const status = Number(msg.headers?.get(HEADER_RPC_STATUS));
+  if (!Number.isInteger(status) || status < 100 || status > 599) throw new Error(`Reply on ${subject} is not an RPC reply`);
+  const rawHeaders = msg.headers?.get(HEADER_RPC_HEADERS);
+  let headers: Record<string, string> = {};
+  if (rawHeaders) {
+    const parsed = z.record(z.string(), z.string()).safeParse(JSON.parse(rawHeaders));
+    if (!parsed.success) throw new Error(`Reply on ${subject} has malformed headers`);
+    headers = parsed.data;
+  }
+  return { status, headers, payload: msg.data.length ? msg.data : undefined };
+}
+
+/** An RPC reply message with its body decoded (tests, tools, anything not on the hot path). */
+export function decodeRpcReply(msg: Msg, subject = msg.subject): RpcReply {
+  const raw = readRpcReply(msg, subject);
+  let body: unknown;
+  if (raw.payload) {
+    try {
+      body = decodeJson(raw.payload);
+    } catch (err) {
+      throw new Error(`Reply on ${subject} is not JSON`, { cause: err });
+    }
+  }
+  return { status: raw.status, headers: raw.headers, ...(body === undefined ? {} : { body }) };
+}
+
+/** Calls a service and decodes the reply's body; see callRpcRaw. */
 export async function callRpc(
   nc: NatsConnection,
   subject: string,
   request: RpcRequest,
   options: { timeoutMs: number; traceparent?: string },
 ): Promise<RpcReply> {
+  return decodeRpcReply(await requestRpc(nc, subject, request, options), subject);
+}
+
+/**
+ * Calls a service; a timeout or no responder becomes 503 service_unavailable
+ * (with Retry-After), a request too large for the broker 413, and a reply
+ * that is not an RPC reply an internal error. The body stays bytes.
+ */
+export async function callRpcRaw(
+  nc: NatsConnection,
+  subject: string,
+  request: RpcRequest,
+  options: { timeoutMs: number; traceparent?: string },
+): Promise<RawRpcReply> {
+  return readRpcReply(await requestRpc(nc, subject, request, options), subject);
+}
+
+async function requestRpc(
+  nc: NatsConnection,
+  subject: string,
+  request: RpcRequest,
+  options: { timeoutMs: number; traceparent?: string },
+): Promise<Msg> {
   let msg: Msg;
   try {
     msg = await nc.request(subject, encodeJson(request), {
@@ -231,22 +300,16 @@ export async function callRpc(
     }
     throw serviceUnavailable(`The ${subject.split(".")[0]} service did not answer`, 1);
   }
-  let decoded: unknown;
-  try {
-    decoded = decodeJson(msg.data);
-  } catch (err) {
-    throw new Error(`Reply on ${subject} is not JSON`, { cause: err });
-  }
-  const parsed = RpcReply.safeParse(decoded);
-  if (!parsed.success) throw new Error(`Reply on ${subject} is not an RPC reply`, { cause: parsed.error });
-  return parsed.data;
+  return msg;
 }
 
 /** True when the service answers its ping within the timeout. */
 export async function pingService(nc: NatsConnection, service: ServiceName, timeoutMs: number): Promise<boolean> {
   try {
     const msg = await nc.request(rpcSubject(service, PING_OPERATION), encodeJson({}), { timeout: timeoutMs });
-    return RpcReply.safeParse(decodeJson(msg.data)).success;
+    // Any well-formed reply means the service is there and answering.
+    readRpcReply(msg, msg.subject);
+    return true;
   } catch {
     return false;
   }

@@ -29,6 +29,14 @@ export const RpcRequest = z.object({
 });
 export type RpcRequest = z.infer<typeof RpcRequest>;
 
+/**
+ * A reply body already serialized as JSON text (records rendered by Postgres):
+ * it travels and is sent to the client as is, never parsed and re-stringified.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 export const RpcReply = z.object({
   status: z.number().int().min(100).max(599),
   headers: z.record(z.string(), z.string()).default({}),
@@ -39,3 +47,18 @@ export type RpcReply = z.infer<typeof RpcReply>;
 /** Headers carried on every NATS message. */
 export const HEADER_REQUEST_ID = "X-Request-ID";
 export const HEADER_TRACEPARENT = "traceparent";
+/**
+ * On the wire an RPC reply is its HTTP status and headers in these NATS
+ * headers, and its body as the message's data (JSON text; empty: no body), so
+ * the gateway can send the bytes on without decoding them.
+ */
+export const HEADER_RPC_STATUS = "Rpc-Status";
+export const HEADER_RPC_HEADERS = "Rpc-Headers";
+
+/** A reply as the gateway receives it: the body still bytes. */
+export interface RawRpcReply {
+  status: number;
+  headers: Record<string, string>;
+  /** JSON text; undefined when the reply has no body. */
+  payload: Uint8Array | undefined;
+}

@@ -13,7 +13,7 @@ import Fastify, { LogController, type FastifyReply, type FastifyRequest } from "
 import {
   AppError,
   badRequest,
-  callRpc,
+  callRpcRaw,
   continueTrace,
   createMetrics,
   forbidden,
@@ -34,6 +34,7 @@ import {
   type Metrics,
   type NatsConnection,
   type Principal,
+  type RawRpcReply,
   type RpcReply,
   type RpcRequest,
   type TraceContext,
@@ -284,9 +285,10 @@ export async function buildGateway(deps: GatewayDeps) {
     checkContentType(request.method, request.headers["content-type"]);
     const body = decodeJsonBody(request.method, request.body as Buffer | undefined);
 
-    let result: RpcReply;
+    let result: RawRpcReply;
     if (operation.service === "gateway") {
-      result = await orgsMe(principal);
+      const me = await orgsMe(principal);
+      result = { status: me.status, headers: me.headers, payload: Buffer.from(JSON.stringify(me.body)) };
     } else {
       const envelope: RpcRequest = {
         request_id: request.id,
@@ -298,16 +300,21 @@ export async function buildGateway(deps: GatewayDeps) {
         query: queryOf(request),
         body,
       };
-      result = await callRpc(deps.nc, rpcSubject(operation.service, operation.operation), envelope, {
+      result = await callRpcRaw(deps.nc, rpcSubject(operation.service, operation.operation), envelope, {
         timeoutMs: deps.rpcTimeoutMs,
         traceparent: formatTraceparent(traceOf(request.raw)),
       });
     }
     for (const [name, value] of Object.entries(result.headers)) reply.header(name, value);
     reply.code(result.status);
-    if (result.body === undefined || result.status === 204) return reply.send();
-    const payload = JSON.stringify(fixRequestId(result.body, request.id));
-    return reply.header("content-type", "application/json").send(Buffer.from(payload));
+    const { payload } = result;
+    if (payload === undefined || result.status === 204) return reply.send();
+    // Success bodies go out as the service rendered them, bytes untouched.
+    const bytes =
+      result.status >= 400
+        ? Buffer.from(JSON.stringify(fixRequestId(JSON.parse(Buffer.from(payload).toString("utf8")), request.id)))
+        : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+    return reply.header("content-type", "application/json").send(bytes);
   }
 
   async function orgsMe(principal: Principal): Promise<RpcReply> {

@@ -6,11 +6,13 @@ import {
   AssetCreateRequest,
   AssetPatchRequest,
   conflict,
+  dataEnvelopeJson,
+  listEnvelopeJson,
   notFound,
   RenameRequest,
   type AssetView,
   type FieldError,
-  type ListEnvelope,
+  type JsonText,
   type SortKey,
 } from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
@@ -111,10 +113,11 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     }
   }
 
-  async function get(orgId: number, id: number): Promise<AssetView> {
+  /** `{data: asset}` as JSON text, straight from Postgres. */
+  async function get(orgId: number, id: number): Promise<JsonText> {
     const view = await findAsset(db, orgId, id);
     if (!view) throw assetNotFound(id);
-    return view;
+    return dataEnvelopeJson(view);
   }
 
   async function list(
@@ -122,9 +125,9 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     filters: AssetFilters,
     sort: SortKey<AssetSortField>[],
     page: Page,
-  ): Promise<ListEnvelope<AssetView>> {
+  ): Promise<JsonText> {
     const { data, total } = await listAssets(db, orgId, filters, sort, page);
-    return { data, limit: page.limit, offset: page.offset, total_count: total };
+    return listEnvelopeJson(data, page, total);
   }
 
   async function update(orgId: number, id: number, body: unknown): Promise<AssetView> {

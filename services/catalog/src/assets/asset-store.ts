@@ -33,11 +33,11 @@ export interface AssetState {
   valid_to_us: string | null;
 }
 
-/** A live asset by id (no effectiveness predicate: visibility rule 3). */
-export async function findAsset(db: Db, orgId: number, id: number): Promise<AssetView | undefined> {
-  const row = await queryOne<{ view: AssetView }>(
+/** A live asset by id (no effectiveness predicate: visibility rule 3), as JSON text. */
+export async function findAsset(db: Db, orgId: number, id: number): Promise<string | undefined> {
+  const row = await queryOne<{ view: string }>(
     db,
-    `SELECT ${VIEW} AS view FROM ${byId("$2")} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
+    `SELECT ${VIEW}::text AS view FROM ${byId("$2")} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
     [orgId, id],
   );
   return row?.view;
@@ -188,17 +188,17 @@ export async function listAssets(
   filters: AssetFilters,
   sort: SortKey<AssetSortField>[],
   page: Page,
-): Promise<{ data: AssetView[]; total: number }> {
+): Promise<{ data: string[]; total: number }> {
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "a.id");
-  return listPage<AssetView>(db, p, {
+  return listPage(db, p, {
     table: "catalog.assets",
     alias: "a",
     conditions,
     order,
     page,
-    render: (paged) => `SELECT ${VIEW} AS view
+    render: (paged) => `SELECT ${VIEW}::text AS view
          FROM ${paged}
          ${JOIN_LOCATION}
         ORDER BY ${order}`,

@@ -41,7 +41,7 @@ export function assetHandlers(deps: {
     "asset.get": async (request) => {
       const orgId = orgOf(request);
       const id = pathId(request, "asset_id");
-      return ok({ data: await assets.get(orgId, id) });
+      return ok(await assets.get(orgId, id));
     },
     "asset.update": async (request) => {
       const orgId = orgOf(request);

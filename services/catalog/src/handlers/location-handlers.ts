@@ -47,7 +47,7 @@ export function locationHandlers(deps: {
       const location = await locations.create(orgOf(request), request.body);
       return ok({ data: location }, 201, { location: `/api/v1/locations/${location.id}` });
     },
-    "location.get": async (request) => ok({ data: await locations.get(orgOf(request), pathId(request, "location_id")) }),
+    "location.get": async (request) => ok(await locations.get(orgOf(request), pathId(request, "location_id"))),
     "location.update": async (request) =>
       ok({ data: await locations.update(orgOf(request), pathId(request, "location_id"), request.body) }),
     "location.delete": async (request) => {

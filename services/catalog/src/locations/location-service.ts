@@ -5,14 +5,16 @@
  */
 import {
   conflict,
+  dataEnvelopeJson,
   fieldError,
+  listEnvelopeJson,
   LocationCreateRequest,
   LocationPatchRequest,
   notFound,
   RenameRequest,
   ValidationError,
   type FieldError,
-  type ListEnvelope,
+  type JsonText,
   type LocationView,
   type SortKey,
 } from "@whereabouts/shared";
@@ -149,10 +151,11 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
     }
   }
 
-  async function get(orgId: number, id: number): Promise<LocationView> {
+  /** `{data: location}` as JSON text, straight from Postgres. */
+  async function get(orgId: number, id: number): Promise<JsonText> {
     const view = await findLocation(db, orgId, id);
     if (!view) throw locationNotFound(id);
-    return view;
+    return dataEnvelopeJson(view);
   }
 
   async function list(
@@ -160,9 +163,9 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
     filters: LocationFilters,
     sort: SortKey<LocationSortField>[],
     page: Page,
-  ): Promise<ListEnvelope<LocationView>> {
+  ): Promise<JsonText> {
     const { data, total } = await listLocations(db, orgId, filters, sort, page);
-    return { data, limit: page.limit, offset: page.offset, total_count: total };
+    return listEnvelopeJson(data, page, total);
   }
 
   async function update(orgId: number, id: number, body: unknown): Promise<LocationView> {
@@ -245,10 +248,10 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
     });
   }
 
-  async function tree(orgId: number, id: number, view: TreeView, page: Page): Promise<ListEnvelope<LocationView>> {
+  async function tree(orgId: number, id: number, view: TreeView, page: Page): Promise<JsonText> {
     if (!(await findLocation(db, orgId, id))) throw locationNotFound(id);
     const { data, total } = await treePage(db, orgId, id, view, page);
-    return { data, limit: page.limit, offset: page.offset, total_count: total };
+    return listEnvelopeJson(data, page, total);
   }
 
   return { create, get, list, update, rename, remove, tree };

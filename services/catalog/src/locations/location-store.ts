@@ -37,10 +37,11 @@ export interface LocationState {
   valid_to_us: string | null;
 }
 
-export async function findLocation(db: Db, orgId: number, id: number): Promise<LocationView | undefined> {
-  const row = await queryOne<{ view: LocationView }>(
+/** A live location by id, as JSON text. */
+export async function findLocation(db: Db, orgId: number, id: number): Promise<string | undefined> {
+  const row = await queryOne<{ view: string }>(
     db,
-    `SELECT ${VIEW} AS view FROM ${byId("$2")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
+    `SELECT ${VIEW}::text AS view FROM ${byId("$2")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
     [orgId, id],
   );
   return row?.view;
@@ -225,15 +226,15 @@ export async function treePage(
   id: number,
   view: TreeView,
   page: Page,
-): Promise<{ data: LocationView[]; total: number }> {
+): Promise<{ data: string; total: number }> {
   const { cte, order } = TREES[view];
-  const row = await queryOne<{ total: number; data: LocationView[] }>(
+  const row = await queryOne<{ total: number; data: string }>(
     db,
     `${cte},
      page AS (SELECT r.* FROM rows r ORDER BY ${order} LIMIT $3 OFFSET $4)
      SELECT (SELECT count(*)::int FROM rows) AS total,
             COALESCE((SELECT json_agg(${VIEW} ORDER BY ${order})
-                        FROM page r JOIN catalog.locations l ON l.id = r.id ${JOIN_PARENT}), '[]'::json) AS data`,
+                        FROM page r JOIN catalog.locations l ON l.id = r.id ${JOIN_PARENT}), '[]'::json)::text AS data`,
     [orgId, id, page.limit, sqlOffset(page)],
   );
   return { data: row!.data, total: row!.total };
@@ -280,17 +281,17 @@ export async function listLocations(
   filters: LocationFilters,
   sort: SortKey<LocationSortField>[],
   page: Page,
-): Promise<{ data: LocationView[]; total: number }> {
+): Promise<{ data: string[]; total: number }> {
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "l.id");
-  return listPage<LocationView>(db, p, {
+  return listPage(db, p, {
     table: "catalog.locations",
     alias: "l",
     conditions,
     order,
     page,
-    render: (paged) => `SELECT ${VIEW} AS view
+    render: (paged) => `SELECT ${VIEW}::text AS view
          FROM ${paged}
          ${JOIN_PARENT}
         ORDER BY ${order}`,

@@ -54,20 +54,20 @@ export type { FieldError };
 /**
  * One list page and its total_count, counted in SQL from the same filter and
  * run in parallel. `render` wraps the paged rows (alias `alias`) into the
- * statement that builds each record's JSON view.
+ * statement that builds each record's JSON view (selected as text `view`).
  */
-export async function listPage<V>(
+export async function listPage(
   db: Db,
   p: Params,
   options: { table: string; alias: string; conditions: string; order: string; page: Page; render: (pagedRows: string) => string },
-): Promise<{ data: V[]; total: number }> {
+): Promise<{ data: string[]; total: number }> {
   const { table, alias, conditions, order, page } = options;
   const countParams = [...p.values];
   const limit = p.add(page.limit);
   const offset = p.add(sqlOffset(page));
   const paged = `(SELECT ${alias}.* FROM ${table} ${alias} WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) ${alias}`;
   const [rows, count] = await Promise.all([
-    query<{ view: V }>(db, options.render(paged), p.values),
+    query<{ view: string }>(db, options.render(paged), p.values),
     queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${table} ${alias} WHERE ${conditions}`, countParams),
   ]);
   return { data: rows.map((r) => r.view), total: count!.n };
