@@ -1,4 +1,4 @@
-import { ulid } from "ulid";
+import { pooledUlid } from "./random.ts";
 
 /** Request ids are ULIDs: sortable, and unique across gateway replicas. */
-export const newRequestId = (): string => ulid();
+export const newRequestId = (): string => pooledUlid();

@@ -4,7 +4,7 @@
  * `traceparent` header, and every log line of the request carries `trace_id`,
  * so one request can be followed across processes.
  */
-import { randomBytes } from "node:crypto";
+import { randomHex as randomHexBytes } from "./random.ts";
 
 export interface TraceContext {
   /** 32 lowercase hex digits, not all zero. */
@@ -40,7 +40,7 @@ export function formatTraceparent(context: TraceContext): string {
 
 function randomHex(bytes: number, zero: string): string {
   for (;;) {
-    const hex = randomBytes(bytes).toString("hex");
+    const hex = randomHexBytes(bytes);
     if (hex !== zero) return hex;
   }
 }
