@@ -15,6 +15,7 @@
 import { parseArgs } from "node:util";
 import {
   connectNats,
+  createConsistencyGate,
   createLogger,
   decodeRpcReply,
   encodeJson,
@@ -28,7 +29,6 @@ import { createTestDatabase, startTestNats } from "@whereabouts/shared/testing";
 import { startReporting } from "../services/reporting/src/app.ts";
 import { parseReportQuery } from "../services/reporting/src/report/report-query.ts";
 import { createReportStore } from "../services/reporting/src/report/report-store.ts";
-import { createReportService } from "../services/reporting/src/report/report-service.ts";
 import { REPORTING_CONSUMERS } from "../services/reporting/src/handlers/stream-consumers.ts";
 import { createReportingDb } from "../services/reporting/src/reporting-db.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -151,17 +151,17 @@ async function main() {
     service = await startReporting({ nc, logger, databaseUrl: database.url });
     const store = createReportStore();
     const jsm = await jetstreamManager(nc);
-    const report = createReportService({
-      db,
-      store,
+    const gate = createConsistencyGate({
       jsm,
-      consumers: Object.values(REPORTING_CONSUMERS),
-      catchUpTimeoutMs: 2000,
+      stream: REPORTING_CONSUMERS.catalog.stream,
+      durable: REPORTING_CONSUMERS.catalog.durable,
+      timeoutMs: 2000,
     });
+    const lastSeq = (await jsm.streams.info(REPORTING_CONSUMERS.catalog.stream)).state.last_seq;
 
     const rows: Array<Record<string, string | number>> = [];
     const fmt = (n: number) => Number(n.toFixed(1));
-    const catchUp = await measure(() => report.catchUp());
+    const catchUp = await measure(() => gate.reach(lastSeq));
     rows.push({ scenario: "read-your-writes catch-up only", rows: "-", total: "-", ...mapTimes("rpc", catchUp), sql_p50: "-", sql_p95: "-" });
 
     for (const [name, text] of scenarios) {

@@ -509,6 +509,7 @@ describe("graceful shutdown", () => {
       rateLimit: { max: 1000, windowMs: 60_000 },
       rpcTimeoutMs: 5000,
       readyTimeoutMs: 500,
+      watermarks: { seqFor: () => 0 },
     });
     const port = await freePort();
     await app.listen({ host: "127.0.0.1", port });

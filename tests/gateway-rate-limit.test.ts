@@ -140,6 +140,7 @@ describe("shared by every replica through Redis", () => {
         rateLimit: { max: DEFAULT_MAX, windowMs: WINDOW_MS },
         rpcTimeoutMs: 2000,
         readyTimeoutMs: 500,
+        watermarks: { seqFor: () => 0 },
       });
       await gateway.ready();
       gateways.push(gateway);

@@ -10,6 +10,7 @@ import {
   encodeJson,
   STREAMS,
   waitForConsumer,
+  watchCatalogWrites,
   createLogger,
   decodeJson,
   ensureStreams,
@@ -94,6 +95,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const identity = createIdentityStore(identityDb);
   const rateLimit = options.rateLimit ?? { max: 100_000, windowMs: 60_000 };
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter(rateLimit.windowMs);
+  const watermarks = await watchCatalogWrites(nc, await jetstreamManager(nc));
   const gateway = await buildGateway({
     logger,
     nc,
@@ -103,6 +105,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     rateLimit,
     rpcTimeoutMs: options.rpcTimeoutMs ?? 15_000,
     readyTimeoutMs: 500,
+    watermarks,
   });
   await gateway.ready();
 

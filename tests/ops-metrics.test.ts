@@ -88,7 +88,7 @@ beforeAll(async () => {
     relayIntervalMs: 200,
     publish: async (subject, payload, msgId) => {
       if (failPublish) throw new Error("JetStream unavailable");
-      await publish(subject, payload, msgId);
+      return publish(subject, payload, msgId);
     },
   });
   reporting = await startReporting({ nc: await connection("reporting"), logger: silent, databaseUrl: db.url, metrics: metrics.reporting });
@@ -106,6 +106,8 @@ beforeAll(async () => {
     rateLimit: { max: 100_000, windowMs: 60_000 },
     rpcTimeoutMs: 5000,
     readyTimeoutMs: 500,
+    // Nothing here reads a projection right after a write: no watermark needed.
+    watermarks: { seqFor: () => 0 },
     metrics: metrics.gateway,
   });
   await gateway.ready();

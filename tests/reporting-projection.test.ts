@@ -1,8 +1,9 @@
 /**
  * The read model: idempotent, per-entity version order, newest position wins
  * (observed_at, then seq), unusable events never block, and read-your-writes:
- * a report request made right after a publish was acknowledged sees it, or
- * gets 503 service_unavailable when reporting cannot catch up in time.
+ * a report request made right after a catalog write was acknowledged sees it,
+ * or gets 503 service_unavailable when reporting cannot catch up in time;
+ * scan effects are eventually visible and never delay a read.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -164,6 +165,7 @@ describe("positions", () => {
       acks.push(js.publish(trackingEventSubject(pub.orgId, "asset", "moved"), encodeJson(event), { msgID: event.event_id }));
     }
     await Promise.all(acks);
+    await pub.positionsApplied();
     expect(await row(assetId)).toMatchObject({ location_id: 1001, asset_last_seen: "2026-11-20T11:03:19.000Z" });
   });
 });
@@ -250,7 +252,7 @@ describe("unusable events", () => {
 });
 
 describe("read-your-writes", () => {
-  it("every request right after an acknowledged event sees it (300 renames, moves, deletes, tags)", async () => {
+  it("every request right after an acknowledged catalog write sees it (225 renames, deletes, tags); moves once applied", async () => {
     const assetId = id();
     await pub.scannedAsset({ id: assetId, key: "RYW-0", locationId: 1001, observedAt: "2026-11-20T10:00:00.000Z" });
     let version = 1;
@@ -258,6 +260,7 @@ describe("read-your-writes", () => {
       await pub.asset({ id: assetId, key: `RYW-${i}`, version: ++version, verb: "renamed" });
       expect((await row(assetId))?.asset_external_key).toBe(`RYW-${i}`);
       const observedAt = new Date(Date.parse("2026-11-20T10:00:00.000Z") + i * 1000).toISOString();
+      // Scan effects carry no read-your-writes promise: position() waits until reporting applied it.
       await pub.position({ assetId, locationId: i % 2 ? 1002 : 1001, observedAt, seq: i + 1 });
       expect(await row(assetId)).toMatchObject({ location_id: i % 2 ? 1002 : 1001, asset_last_seen: observedAt });
       await pub.tag({ id: 20_000 + i, assetId, value: `ryw-tag-${i}-x` });
@@ -288,5 +291,28 @@ describe("read-your-writes", () => {
       await client.end();
     }
     expect((await row(assetId))?.asset_external_key).toBe("STUCK-2");
+  });
+
+  it("is never held behind scan processing: positions not applied yet do not delay a read", async () => {
+    const assetId = id();
+    await pub.scannedAsset({ id: assetId, key: "SCAN-LAG", locationId: 1001, observedAt: "2026-11-20T10:00:00.000Z" });
+    const lagging = createEventPublisher(stack.nc, pub.orgId, { awaitPositions: false });
+    const client = new pg.Client({ connectionString: stack.db.url });
+    await client.connect();
+    try {
+      // Both consumers are stuck; only scan data is pending.
+      await client.query("SELECT pg_advisory_lock(hashtext($1))", [SWAP_LOCK]);
+      for (let i = 1; i <= 20; i++) {
+        await lagging.position({ assetId, locationId: 1002, observedAt: `2026-11-20T10:00:${String(i).padStart(2, "0")}.000Z`, seq: i + 1 });
+      }
+      const res = await stack.gateway.inject({ method: "GET", url: `/api/v1/reports/asset-locations?asset_id=${assetId}`, headers: auth });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().data[0]).toMatchObject({ location_id: 1001, asset_last_seen: "2026-11-20T10:00:00.000Z" });
+    } finally {
+      await client.query("SELECT pg_advisory_unlock(hashtext($1))", [SWAP_LOCK]);
+      await client.end();
+    }
+    await pub.positionsApplied();
+    expect(await row(assetId)).toMatchObject({ location_id: 1002, asset_last_seen: "2026-11-20T10:00:20.000Z" });
   });
 });

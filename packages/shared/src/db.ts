@@ -13,7 +13,12 @@ export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
 export function createPool(connectionString: string, max = 10): pg.Pool {
-  return new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000 });
+  // An idle connection that the server drops (a restart, a failover) is an
+  // 'error' event; unhandled it would end the process. The pool discards that
+  // connection, and the next query reports the outage to its caller.
+  pool.on("error", () => undefined);
+  return pool;
 }
 
 /** Creates the database named in the URL if it does not exist yet (race-safe). */

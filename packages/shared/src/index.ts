@@ -13,6 +13,7 @@ export * from "./paths.ts";
 export * from "./validation.ts";
 export * from "./service.ts";
 export * from "./consumer.ts";
+export * from "./consistency.ts";
 export * from "./metrics.ts";
 export * from "./ops-server.ts";
 export * from "./tracing.ts";

@@ -26,6 +26,11 @@ export const RpcRequest = z.object({
   query: z.record(z.string(), z.array(z.string())),
   /** Absent on GET, HEAD and DELETE (JSON drops an undefined key). */
   body: z.unknown().optional(),
+  /**
+   * The CATALOG stream sequence a read must see applied: the organization's
+   * newest catalog write the gateway knows of (packages/shared/src/consistency.ts).
+   */
+  catalog_seq: z.number().int().nonnegative().optional(),
 });
 export type RpcRequest = z.infer<typeof RpcRequest>;
 

@@ -21,6 +21,9 @@ export const catalogEventSubject = (orgId: number, entity: string, verb: string)
   `catalog.events.${orgId}.${entity}.${verb}`;
 export const trackingEventSubject = (orgId: number, entity: string, verb: string) =>
   `tracking.events.${orgId}.${entity}.${verb}`;
+/** Core NATS (not a stream): catalog's read-your-writes watermark per organization. */
+export const catalogWrittenSubject = (orgId: number) => `catalog.written.${orgId}`;
+export const CATALOG_WRITTEN_ALL = "catalog.written.*";
 export const scanSubject = (orgId: number | string, source: string) => `scans.${orgId}.${source}`;
 export const scanDlqSubject = (orgId: number | string) => `scans.dlq.${orgId}`;
 

@@ -2,6 +2,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import {
   createMetrics,
+  announceCatalogWrite,
   createPool,
   startDbMaintenance,
   startService,
@@ -33,9 +34,7 @@ export interface CatalogDeps {
 
 export function jetStreamPublisher(nc: NatsConnection): PublishFn {
   const js = jetstream(nc);
-  return async (subject, payload, msgId) => {
-    await js.publish(subject, payload, { msgID: msgId });
-  };
+  return async (subject, payload, msgId) => (await js.publish(subject, payload, { msgID: msgId })).seq;
 }
 
 export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
@@ -46,6 +45,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
   const events = createEventPublisher({
     db,
     publish: deps.publish ?? jetStreamPublisher(nc),
+    announce: (orgId, seq) => announceCatalogWrite(nc, orgId, seq),
     logger,
     relayIntervalMs: deps.relayIntervalMs ?? 5000,
   });

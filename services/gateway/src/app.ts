@@ -30,6 +30,7 @@ import {
   toWireTimestamp,
   ValidationError,
   type FieldError,
+  type CatalogWatermarks,
   type Logger,
   type Metrics,
   type NatsConnection,
@@ -54,6 +55,8 @@ export interface GatewayDeps {
   rateLimit: { max: number; windowMs: number };
   rpcTimeoutMs: number;
   readyTimeoutMs: number;
+  /** Each organization's newest catalog write: reads carry it (read-your-writes). */
+  watermarks: Pick<CatalogWatermarks, "seqFor">;
   /** HTTP and rate-limit metrics; default: a registry of its own. */
   metrics?: Metrics;
 }
@@ -299,6 +302,7 @@ export async function buildGateway(deps: GatewayDeps) {
         params: request.params as Record<string, string>,
         query: queryOf(request),
         body,
+        catalog_seq: deps.watermarks.seqFor(principal.org_id),
       };
       result = await callRpcRaw(deps.nc, rpcSubject(operation.service, operation.operation), envelope, {
         timeoutMs: deps.rpcTimeoutMs,

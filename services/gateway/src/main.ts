@@ -11,7 +11,9 @@ import {
   runReadinessChecks,
   startDbMaintenance,
   startOpsServer,
+  watchCatalogWrites,
 } from "@whereabouts/shared";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { buildGateway } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createAuthService } from "./identity/auth-service.ts";
@@ -35,6 +37,7 @@ const rateLimiter = config.REDIS_URL
     })
   : createMemoryRateLimiter(config.RATE_LIMIT_WINDOW_MS);
 
+const watermarks = await watchCatalogWrites(nc, await jetstreamManager(nc));
 const app = await buildGateway({
   logger,
   nc,
@@ -44,6 +47,7 @@ const app = await buildGateway({
   rateLimit: { max: config.RATE_LIMIT_MAX, windowMs: config.RATE_LIMIT_WINDOW_MS },
   rpcTimeoutMs: config.RPC_TIMEOUT_MS,
   readyTimeoutMs: config.READY_TIMEOUT_MS,
+  watermarks,
   metrics,
 });
 await app.listen({ host: config.HOST, port: config.PORT });

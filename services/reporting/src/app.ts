@@ -1,6 +1,7 @@
 /** Composition root of the reporting service: wires its dependencies by hand. */
 import { jetstreamManager } from "@nats-io/jetstream";
 import {
+  createConsistencyGate,
   createMetrics,
   createPool,
   startDbMaintenance,
@@ -37,9 +38,12 @@ export async function startReporting(deps: ReportingDeps): Promise<RunningServic
   const service = createReportService({
     db,
     store: createReportStore(),
-    jsm,
-    consumers: Object.values(REPORTING_CONSUMERS),
-    catchUpTimeoutMs: deps.catchUpTimeoutMs ?? 2000,
+    catalog: createConsistencyGate({
+      jsm,
+      stream: REPORTING_CONSUMERS.catalog.stream,
+      durable: REPORTING_CONSUMERS.catalog.durable,
+      timeoutMs: deps.catchUpTimeoutMs ?? 2000,
+    }),
   });
   return startService({
     name: "reporting",

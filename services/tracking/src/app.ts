@@ -1,6 +1,7 @@
 /** Composition root of the tracking service: wires its dependencies by hand. */
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
+  createConsistencyGate,
   createMetrics,
   createPool,
   startDbMaintenance,
@@ -100,7 +101,15 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
     handle: scans.handleBatch,
   });
 
-  const history = createHistoryService({ db, catchUp });
+  const history = createHistoryService({
+    db,
+    catalog: createConsistencyGate({
+      jsm,
+      stream: STREAMS.CATALOG.name,
+      durable: DURABLES.trackingCatalog,
+      timeoutMs: options.catchUpTimeoutMs,
+    }),
+  });
   const counters = { scans: scans.metrics, replica: replica.metrics };
   const summary = startCounterLog(logger, counters, options.metricsLogIntervalMs);
   return startService({

@@ -8,7 +8,12 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { DEFAULT_DATABASE_URL } from "../config.ts";
+import { announceCatalogWrite } from "../consistency.ts";
+import { encodeJson } from "../nats.ts";
+import { catalogEventSubject } from "../subjects.ts";
 import { dropDatabase, ensureDatabase } from "../db.ts";
 
 export async function freePort(): Promise<number> {
@@ -120,4 +125,20 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`, { cause: lastError });
     await new Promise((r) => setTimeout(r, stepMs));
   }
+}
+
+/**
+ * Publishes a catalog event as catalog does: stored in the CATALOG stream
+ * (Nats-Msg-Id = `msgId`), then the organization's read-your-writes watermark
+ * announced, and only then resolved, once the announcement has gone round the
+ * server (as catalog's reply would follow it).
+ */
+export async function publishCatalogEvent(
+  nc: NatsConnection,
+  event: { org_id: number; entity: string; verb: string },
+  msgId: string,
+): Promise<void> {
+  const ack = await jetstream(nc).publish(catalogEventSubject(event.org_id, event.entity, event.verb), encodeJson(event), { msgID: msgId });
+  announceCatalogWrite(nc, event.org_id, ack.seq);
+  await nc.flush();
 }

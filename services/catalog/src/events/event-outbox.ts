@@ -32,8 +32,14 @@ export interface PendingEvent {
   payload: CatalogEvent;
 }
 
-/** Sends one event; resolves once JetStream has stored it. */
-export type PublishFn = (subject: string, payload: Uint8Array, msgId: string) => Promise<void>;
+/** Sends one event; resolves once JetStream has stored it, with its stream sequence. */
+export type PublishFn = (subject: string, payload: Uint8Array, msgId: string) => Promise<number>;
+
+/**
+ * Tells every gateway that an organization's catalog events are published up
+ * to `seq` (the read-your-writes watermark; see packages/shared/src/consistency.ts).
+ */
+export type AnnounceFn = (orgId: number, seq: number) => void;
 
 /** Records an event in the outbox, inside the caller's transaction. */
 export async function recordEvent(tx: Db, input: EventInput): Promise<PendingEvent> {
@@ -75,10 +81,18 @@ export interface EventPublisher {
 export function createEventPublisher(deps: {
   db: CatalogClient;
   publish: PublishFn;
+  announce: AnnounceFn;
   logger: Logger;
   relayIntervalMs: number;
 }): EventPublisher {
-  const { db, publish, logger } = deps;
+  const { db, publish, announce, logger } = deps;
+
+  /** The newest sequence per organization among published events: one announcement each. */
+  function announceAll(published: Array<{ orgId: number; seq: number }>) {
+    const newest = new Map<number, number>();
+    for (const { orgId, seq } of published) newest.set(orgId, Math.max(seq, newest.get(orgId) ?? 0));
+    for (const [orgId, seq] of newest) announce(orgId, seq);
+  }
   let timer: NodeJS.Timeout | undefined;
   let relaying: Promise<number> | undefined;
 
@@ -90,20 +104,32 @@ export function createEventPublisher(deps: {
       [ids],
     );
 
+  /**
+   * Publishes a write's events, pipelined (one connection keeps their order),
+   * announces the watermark, and marks the outbox rows without making the
+   * reply wait for it: a row left unmarked by a crash is published again by
+   * the relay, and Nats-Msg-Id de-duplicates it.
+   */
   async function publishCommitted(events: PendingEvent[]): Promise<void> {
+    const results = await Promise.allSettled(
+      events.map((event) => publish(event.subject, encodeJson(event.payload), event.eventId)),
+    );
     const done: string[] = [];
-    try {
-      for (const event of events) {
-        await publish(event.subject, encodeJson(event.payload), event.eventId);
-        done.push(event.outboxId);
-      }
-    } catch (err) {
+    const published: Array<{ orgId: number; seq: number }> = [];
+    results.forEach((result, i) => {
+      if (result.status !== "fulfilled") return;
+      done.push(events[i]!.outboxId);
+      published.push({ orgId: events[i]!.payload.org_id, seq: result.value });
+    });
+    announceAll(published);
+    if (done.length < events.length) {
       // Committed but not published: the relay delivers it (in order) later.
-      logger.error({ err, pending: events.length - done.length }, "event publish failed; left to the outbox relay");
+      const failed = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      logger.error({ err: failed.reason, pending: events.length - done.length }, "event publish failed; left to the outbox relay");
       scheduleRelay(1000, 0);
     }
     if (done.length) {
-      await markPublished(done).catch((err: unknown) => logger.warn({ err }, "could not mark events published"));
+      markPublished(done).catch((err: unknown) => logger.warn({ err }, "could not mark events published"));
     }
   }
 
@@ -116,10 +142,12 @@ export function createEventPublisher(deps: {
           ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`,
         [minAgeMs],
       );
+      const published: Array<{ orgId: number; seq: number }> = [];
       for (const row of rows) {
         const payload = CatalogEvent.parse(row.payload);
-        await publish(row.subject, encodeJson(payload), row.event_id);
+        published.push({ orgId: payload.org_id, seq: await publish(row.subject, encodeJson(payload), row.event_id) });
       }
+      announceAll(published);
       if (rows.length) {
         await execute(tx, `UPDATE catalog.outbox_events SET published_at = now() WHERE id = ANY($1::bigint[])`, [
           rows.map((r) => r.id),

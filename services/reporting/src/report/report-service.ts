@@ -1,13 +1,13 @@
 /**
  * The asset-locations report: validate, catch up (read-your-writes), query.
  *
- * Read-your-writes (ARCHITECTURE.md rule 4): before reading, both durables must
- * have acked (so committed) everything their stream held at the moment of the
- * request. A write the client saw acknowledged was published before its 2xx, so
- * it is in that range. The wait is bounded; past it the request gets 503.
+ * Read-your-writes (ARCHITECTURE.md rule 4): the catalog durable must have
+ * applied the organization's newest catalog write the gateway knows of (the
+ * envelope's `catalog_seq`; packages/shared/src/consistency.ts). Scan effects
+ * (positions, last seen) are eventually visible and never waited for. The wait
+ * is bounded; past it the request gets 503.
  */
-import type { JetStreamManager } from "@nats-io/jetstream";
-import { forbidden, waitForConsumer, type AssetLocationList, type ConsumerSpec, type RpcRequest } from "@whereabouts/shared";
+import { forbidden, type AssetLocationList, type ConsistencyGate, type RpcRequest } from "@whereabouts/shared";
 import type { ReportingDb } from "../reporting-db.ts";
 import { parseReportQuery } from "./report-query.ts";
 import type { ReportStore } from "./report-store.ts";
@@ -15,28 +15,37 @@ import type { ReportStore } from "./report-store.ts";
 export interface ReportServiceDeps {
   db: ReportingDb;
   store: ReportStore;
-  jsm: JetStreamManager;
-  consumers: ConsumerSpec[];
-  catchUpTimeoutMs: number;
+  /** The catalog durable's progress. */
+  catalog: ConsistencyGate;
 }
 
 export function createReportService(deps: ReportServiceDeps) {
-  const catchUp = () =>
-    Promise.all(deps.consumers.map((c) => waitForConsumer(deps.jsm, c.stream, c.durable, deps.catchUpTimeoutMs)));
-
   return {
-    catchUp,
-    async assetLocations(request: Pick<RpcRequest, "principal" | "query">): Promise<AssetLocationList> {
+    async assetLocations(request: Pick<RpcRequest, "principal" | "query" | "catalog_seq">): Promise<AssetLocationList> {
       const orgId = request.principal.org_id;
       if (orgId === null) throw forbidden("The API key has no organization context");
       const query = parseReportQuery(request.query);
-      await catchUp();
-      const [data, total] = await Promise.all([
-        deps.store.page(deps.db, orgId, query),
-        deps.store.count(deps.db, orgId, query),
-      ]);
-      return { data, limit: query.limit, offset: query.offset, total_count: total };
+      await deps.catalog.reach(request.catalog_seq);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const [data, total] = await Promise.all([
+            deps.store.page(deps.db, orgId, query),
+            deps.store.count(deps.db, orgId, query),
+          ]);
+          return { data, limit: query.limit, offset: query.offset, total_count: total };
+        } catch (err) {
+          // A rebuild's swap renames the tables under an exclusive lock; a read
+          // caught between two renames is chosen as the deadlock victim. The
+          // swap takes milliseconds: read again.
+          if (attempt >= 3 || !isSwapCollision(err)) throw err;
+        }
+      }
     },
   };
 }
 export type ReportService = ReturnType<typeof createReportService>;
+
+/** Postgres' deadlock_detected (40P01) or undefined_table (42P01), as the swap can cause. */
+function isSwapCollision(err: unknown): boolean {
+  return err instanceof Error && /\b(40P01|42P01)\b/.test(err.message);
+}

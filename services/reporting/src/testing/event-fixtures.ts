@@ -2,13 +2,21 @@
  * Test support: publishes contract-valid CATALOG and TRACKING events for one
  * organization, as catalog and tracking would, so reporting can be tested on
  * its own. Every payload is checked against the shared contracts first.
+ *
+ * Like catalog, a catalog event is announced (read-your-writes watermark)
+ * once stored. Position events are scan data, eventually visible: by default
+ * each one waits until reporting's TRACKING durable has applied it, so a test
+ * reads after it without sleeping.
  */
 import { randomUUID } from "node:crypto";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { publishCatalogEvent } from "@whereabouts/shared/testing";
 import {
   AssetPositionEvent,
+  DURABLES,
+  STREAMS,
+  waitForConsumer,
   CatalogEvent,
-  catalogEventSubject,
   encodeJson,
   trackingEventSubject,
   type AssetView,
@@ -78,11 +86,14 @@ function tagView(t: Omit<TagInput, "assetId">): TagView {
   };
 }
 
-export function createEventPublisher(nc: NatsConnection, orgId: number) {
+export function createEventPublisher(nc: NatsConnection, orgId: number, options: { awaitPositions?: boolean } = {}) {
   const js = jetstream(nc);
   const publish = async (subject: string, payload: unknown, msgID = randomUUID()) => {
     await js.publish(subject, encodeJson(payload), { msgID });
   };
+  /** Waits until reporting has applied every position event published so far. */
+  const positionsApplied = async () =>
+    waitForConsumer(await jetstreamManager(nc), STREAMS.TRACKING.name, DURABLES.reportingTracking, 10_000);
   const base = (entity: string, id: number, version: number, verb: string) => ({
     version: 1 as const,
     event_id: randomUUID(),
@@ -97,6 +108,7 @@ export function createEventPublisher(nc: NatsConnection, orgId: number) {
   return {
     orgId,
     publish,
+    positionsApplied,
 
     async location(input: LocationInput) {
       const data: LocationView = {
@@ -116,7 +128,7 @@ export function createEventPublisher(nc: NatsConnection, orgId: number) {
       };
       const verb = input.verb ?? (input.deletedAt ? "deleted" : "created");
       const event = CatalogEvent.parse({ ...base("location", input.id, input.version ?? 1, verb), data });
-      await publish(catalogEventSubject(orgId, "location", verb), event);
+      await publishCatalogEvent(nc, event, randomUUID());
     },
 
     async asset(input: AssetInput) {
@@ -138,7 +150,7 @@ export function createEventPublisher(nc: NatsConnection, orgId: number) {
       };
       const verb = input.verb ?? (input.deletedAt ? "deleted" : "created");
       const event = CatalogEvent.parse({ ...base("asset", input.id, input.version ?? 1, verb), data });
-      await publish(catalogEventSubject(orgId, "asset", verb), event);
+      await publishCatalogEvent(nc, event, randomUUID());
     },
 
     async tag(input: TagInput) {
@@ -150,7 +162,7 @@ export function createEventPublisher(nc: NatsConnection, orgId: number) {
       };
       const verb = input.verb ?? (input.deletedAt ? "detached" : "attached");
       const event = CatalogEvent.parse({ ...base("tag", input.id, input.version ?? 1, verb), data });
-      await publish(catalogEventSubject(orgId, "tag", verb), event);
+      await publishCatalogEvent(nc, event, randomUUID());
     },
 
     async position(input: PositionInput) {
@@ -164,6 +176,7 @@ export function createEventPublisher(nc: NatsConnection, orgId: number) {
         seq: input.seq,
       });
       await publish(trackingEventSubject(orgId, "asset", input.verb ?? "moved"), event);
+      if (options.awaitPositions ?? true) await positionsApplied();
     },
 
     /** A located, scanned asset in one call. */

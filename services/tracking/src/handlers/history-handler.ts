@@ -7,7 +7,7 @@ export function historyListHandler(history: HistoryService): RpcHandler {
     const orgId = request.principal.org_id;
     // The gateway guarantees an org context; without one nothing resolves.
     if (orgId === null) throw notFound("Asset not found");
-    const body = await history.list({ orgId, params: request.params, query: request.query });
+    const body = await history.list({ orgId, params: request.params, query: request.query, catalogSeq: request.catalog_seq });
     return { status: 200, headers: {}, body };
   };
 }

@@ -9,6 +9,7 @@ import {
   parseRfc3339,
   QueryReader,
   type AssetHistoryItem,
+  type ConsistencyGate,
   type ListEnvelope,
 } from "@whereabouts/shared";
 import type { TrackingClient } from "../db/tracking-db.ts";
@@ -21,6 +22,8 @@ export interface HistoryRequest {
   orgId: number;
   params: Record<string, string>;
   query: Record<string, string[]>;
+  /** The catalog write the replica must have applied first (read-your-writes). */
+  catalogSeq?: number | undefined;
 }
 
 /** Validates the request; throws the spec's validation_error with every problem found. */
@@ -53,12 +56,12 @@ export function parseHistoryRequest(request: HistoryRequest): HistoryPageQuery {
   };
 }
 
-export function createHistoryService(deps: { db: TrackingClient; catchUp: () => Promise<void> }) {
+export function createHistoryService(deps: { db: TrackingClient; catalog: ConsistencyGate }) {
   const { db } = deps;
   return {
     async list(request: HistoryRequest): Promise<ListEnvelope<AssetHistoryItem>> {
       const q = parseHistoryRequest(request);
-      await deps.catchUp();
+      await deps.catalog.reach(request.catalogSeq);
       if (!(await liveAsset(db, q.orgId, q.assetId))) throw notFound("Asset not found");
       const { rows, total } = await historyPage(db, q);
       return {

@@ -4,9 +4,9 @@
  * SCANS, and readers for the dead-letter and TRACKING streams. Used by tests
  * only; nothing here is mocked.
  */
+import { publishCatalogEvent } from "@whereabouts/shared/testing";
 import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import {
-  catalogEventSubject,
   CatalogEvent,
   decodeJson,
   encodeJson,
@@ -47,7 +47,6 @@ export interface TagFacts {
 
 /** Publishes catalog events as catalog would, keeping per-entity versions. */
 export function catalogFixture(nc: NatsConnection) {
-  const js = jetstream(nc);
   const versions = new Map<string, number>();
   const nextVersion = (entity: string, id: number) => {
     const v = (versions.get(`${entity}:${id}`) ?? 0) + 1;
@@ -57,9 +56,7 @@ export function catalogFixture(nc: NatsConnection) {
 
   async function publish(event: CatalogEvent): Promise<CatalogEvent> {
     const parsed = CatalogEvent.parse(event);
-    await js.publish(catalogEventSubject(parsed.org_id, parsed.entity, parsed.verb), encodeJson(parsed), {
-      msgID: parsed.event_id,
-    });
+    await publishCatalogEvent(nc, parsed, parsed.event_id);
     return parsed;
   }
 
