@@ -14,11 +14,10 @@ import {
   connectNats,
   createLogger,
   DURABLES,
-  encodeJson,
+  respondRpc,
   ensureStreams,
   STREAMS,
   type NatsConnection,
-  type RpcReply,
   type RpcRequest,
 } from "@whereabouts/shared";
 import { createTestDatabase, eventually, freePort, startTestNats, type TestDatabase, type TestNats } from "@whereabouts/shared/testing";
@@ -127,12 +126,12 @@ describe("SIGTERM", { retry: 1 }, () => {
       queue: "catalog",
       callback: (_err, msg) => {
         if (msg.subject === "catalog.ping") {
-          msg.respond(encodeJson({ status: 200, headers: {}, body: { ok: true } }));
+          respondRpc(msg, { status: 200, headers: {}, body: { ok: true } }, "ping");
           return;
         }
         seen.push(msg.headers?.get("traceparent"));
         received();
-        setTimeout(() => msg.respond(encodeJson({ status: 200, headers: {}, body: { data: ["slow"] } } satisfies RpcReply)), 1500);
+        setTimeout(() => respondRpc(msg, { status: 200, headers: {}, body: { data: ["slow"] } }, "slow"), 1500);
       },
     });
     try {

@@ -71,7 +71,7 @@ export const embeddedTags = (ownerType: OwnerType, owner: string) => `COALESCE((
  * the primary key is the only index that applies. `lock` locks that row.
  */
 export const rowById = (table: string, idParam: string, lock?: "UPDATE" | "SHARE") =>
-  `(SELECT * FROM ${table} WHERE id = ${idParam}${lock ? ` FOR ${lock}` : " OFFSET 0"})`;
+  `(SELECT * FROM ${table} WHERE id = ${idParam} OFFSET 0${lock ? ` FOR ${lock}` : ""})`;
 
 /** An ILIKE pattern matching `text` anywhere, with its wildcards escaped. */
 export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

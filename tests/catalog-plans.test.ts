@@ -1,0 +1,95 @@
+/**
+ * Plans that do not depend on statistics: on a catalog nobody has analyzed
+ * (autovacuum off, or right after a large import), a record read still goes
+ * through the primary key and the owner index, never through a walk of every
+ * tag of the organization. Checked with EXPLAIN on the statements the stores
+ * really run.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
+import { migrateAll } from "../scripts/migrate.ts";
+import { findAsset, lockAsset } from "../services/catalog/src/assets/asset-store.ts";
+import { findLocation } from "../services/catalog/src/locations/location-store.ts";
+import type { Db } from "../services/catalog/src/db/catalog-db.ts";
+
+let db: TestDatabase;
+let pool: pg.Pool;
+
+/** Runs EXPLAIN on whatever statement the store sends, and keeps the plan's index names. */
+function explaining(): { db: Db; indexes: () => string[] } {
+  const found: string[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    if (typeof node["Index Name"] === "string") found.push(node["Index Name"]);
+    if (node["Node Type"] === "Seq Scan") found.push(`seq:${String(node["Relation Name"])}`);
+    for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+  };
+  const spy = {
+    query: async (config: { text: string; values?: unknown[] } | string, values?: unknown[]) => {
+      const text = typeof config === "string" ? config : config.text;
+      const params = typeof config === "string" ? values : config.values;
+      const result = await pool.query<{ "QUERY PLAN": Array<{ Plan: Record<string, unknown> }> }>(
+        `EXPLAIN (FORMAT JSON) ${text}`,
+        params,
+      );
+      walk(result.rows[0]!["QUERY PLAN"][0]!.Plan);
+      return { rows: [], rowCount: 0 };
+    },
+  };
+  return { db: spy as unknown as Db, indexes: () => found };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase("catalog_plans");
+  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  // A large import: thousands of assets, each with a tag, in one organization
+  // (and a few in another), and no ANALYZE since.
+  await pool.query(`
+    INSERT INTO catalog.locations (org_id, external_key, name, valid_from)
+    SELECT 1, 'LOC-' || g, 'Location ' || g, now() FROM generate_series(1, 500) g;
+    INSERT INTO catalog.assets (org_id, external_key, name, valid_from, location_id)
+    SELECT CASE WHEN g % 50 = 0 THEN 2 ELSE 1 END, 'A-' || g, 'Asset ' || g, now(), CASE WHEN g % 50 = 0 THEN NULL ELSE 1 + g % 500 END
+      FROM generate_series(1, 8000) g;
+    INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
+    SELECT a.org_id, 'asset', a.id, 'rfid', 'E280' || lpad(a.id::text, 8, '0'), now() FROM catalog.assets a;
+    INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
+    SELECT 1, 'location', l.id, 'barcode', 'LOCBC-' || l.id, now() FROM catalog.locations l;`);
+  const { rows } = await pool.query<{ n: string }>(
+    `SELECT count(*) AS n FROM pg_stat_user_tables
+      WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags') AND n_mod_since_analyze >= 8000`,
+  );
+  expect(Number(rows[0]!.n)).toBe(2);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+describe("never-analyzed catalog", () => {
+  it("reads an asset by id through the primary key and its tags through the owner index", async () => {
+    const plan = explaining();
+    await findAsset(plan.db, 1, 4321);
+    expect(plan.indexes()).toContain("assets_pkey");
+    expect(plan.indexes()).toContain("tags_org_id_owner_type_owner_id_idx");
+    expect(plan.indexes()).not.toContain("tags_org_id_tag_type_value_live_key");
+    expect(plan.indexes().filter((i) => i.startsWith("seq:"))).toEqual([]);
+  });
+
+  it("locks an asset for a write the same way", async () => {
+    const plan = explaining();
+    await lockAsset(plan.db, 1, 4321);
+    expect(plan.indexes()).toContain("assets_pkey");
+    expect(plan.indexes()).toContain("tags_org_id_owner_type_owner_id_idx");
+    expect(plan.indexes().filter((i) => i.startsWith("seq:"))).toEqual([]);
+  });
+
+  it("reads a location by id through the primary key and the owner index", async () => {
+    const plan = explaining();
+    await findLocation(plan.db, 1, 250);
+    expect(plan.indexes()).toContain("locations_pkey");
+    expect(plan.indexes()).toContain("tags_org_id_owner_type_owner_id_idx");
+    expect(plan.indexes().filter((i) => i.startsWith("seq:"))).toEqual([]);
+  });
+});
