@@ -213,3 +213,39 @@ describe("location list filters", () => {
     ]);
   });
 });
+
+describe("total_count of whole-organization lists (counted once, kept exact)", () => {
+  it("moves with every write at once, through any kind of write", async () => {
+    const call = apiClient(stack, (await stack.tenant("Count Org")).auth);
+    const total = async (path: string) => (await call<Body>("GET", path)).body.total_count as number;
+    expect(await total("/api/v1/assets")).toBe(0);
+    const a = await post("/api/v1/assets", { name: "one" }, call);
+    expect(await total("/api/v1/assets")).toBe(1);
+    expect(await total("/api/v1/assets")).toBe(1);
+    await post("/api/v1/assets", { name: "two", is_active: false }, call);
+    expect(await total("/api/v1/assets")).toBe(2);
+    expect(await total("/api/v1/assets?is_active=true")).toBe(1);
+    const patched = await call("PATCH", `/api/v1/assets/${a.id}`, { valid_to: "2000-01-01T00:00:00Z" });
+    expect(patched.status).toBe(200);
+    expect(await total("/api/v1/assets")).toBe(1);
+    expect(await total("/api/v1/assets?is_active=true")).toBe(0);
+    expect((await call("DELETE", `/api/v1/assets/${a.id}`)).status).toBe(204);
+    expect(await total("/api/v1/assets?include_deleted=true")).toBe(1);
+    await post("/api/v1/locations", { name: "L" }, call);
+    expect(await total("/api/v1/locations")).toBe(1);
+  });
+
+  it("changes when a row's validity window opens, with no write in between", async () => {
+    const call = apiClient(stack, (await stack.tenant("Window Org")).auth);
+    const opensAt = Date.now() + 1500;
+    await post("/api/v1/assets", { name: "now" }, call);
+    await post("/api/v1/assets", { name: "soon", valid_from: new Date(opensAt).toISOString() }, call);
+    const total = async () => (await call<Body>("GET", "/api/v1/assets")).body.total_count as number;
+    expect(await total()).toBe(1);
+    // Polled with a deadline: the count must change once the window opens.
+    let seen = await total();
+    while (seen === 1 && Date.now() < opensAt + 5000) seen = await total();
+    expect(seen).toBe(2);
+    expect(Date.now()).toBeGreaterThanOrEqual(opensAt);
+  });
+});

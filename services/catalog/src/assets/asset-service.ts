@@ -27,6 +27,7 @@ import {
   throwIfAny,
   type JsonObject,
 } from "../requests/body-parse.ts";
+import { createCountCache } from "../requests/count-cache.ts";
 import type { Page } from "../requests/list-query.ts";
 import { ASSET_LOCATION_READ_ONLY, checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
@@ -56,6 +57,7 @@ const has = (body: JsonObject, key: string) => Object.prototype.hasOwnProperty.c
 
 export function createAssetService(deps: { events: EventPublisher; db: Parameters<typeof findAsset>[0] }) {
   const { events, db } = deps;
+  const counts = createCountCache();
 
   async function create(orgId: number, body: unknown): Promise<AssetView> {
     const raw = requireObject(body);
@@ -125,8 +127,9 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     filters: AssetFilters,
     sort: SortKey<AssetSortField>[],
     page: Page,
+    catalogSeq: number | undefined,
   ): Promise<JsonText> {
-    const { data, total } = await listAssets(db, orgId, filters, sort, page);
+    const { data, total } = await listAssets(db, orgId, filters, sort, page, { cache: counts, catalogSeq });
     return listEnvelopeJson(data, page, total);
   }
 

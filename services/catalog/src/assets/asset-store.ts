@@ -2,6 +2,7 @@
 import { unnestColumns, type AssetPositionEvent, type AssetView, type SortKey } from "@whereabouts/shared";
 import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
 import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy, type Page } from "../requests/list-query.ts";
 
 /** An asset row `a` with its location `l` joined at read time (any state: the pair invariant). */
@@ -160,7 +161,7 @@ export interface AssetFilters {
   q: string | undefined;
 }
 
-function where(p: Params, orgId: number, f: AssetFilters): string {
+function where(p: Params, orgId: number, f: AssetFilters): string[] {
   const org = p.add(orgId);
   const conds = [`a.org_id = ${org}`, effective("a")];
   if (!f.includeDeleted) conds.push("a.deleted_at IS NULL");
@@ -172,7 +173,13 @@ function where(p: Params, orgId: number, f: AssetFilters): string {
   }
   if (f.isActive !== undefined) conds.push(`a.is_active = ${p.add(f.isActive)}`);
   if (f.q !== undefined) conds.push(searchMatch("asset", "a", org, p.add(containsPattern(f.q))));
-  return conds.join(" AND ");
+  return conds;
+}
+
+/** The cache key of a whole-organization list's count, or undefined when other filters narrow it. */
+function wholeOrgCountKey(orgId: number, f: AssetFilters): string | undefined {
+  if (f.externalKeys.length || f.locationIds.length || f.locationKeys.length || f.q !== undefined) return undefined;
+  return `asset:${orgId}:${f.includeDeleted}:${f.isActive ?? "any"}`;
 }
 
 const SORT_COLUMNS: Record<AssetSortField, string> = {
@@ -188,7 +195,9 @@ export async function listAssets(
   filters: AssetFilters,
   sort: SortKey<AssetSortField>[],
   page: Page,
+  counts?: { cache: CountCache; catalogSeq: number | undefined },
 ): Promise<{ data: string[]; total: number }> {
+  const countKey = wholeOrgCountKey(orgId, filters);
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "a.id");
@@ -198,6 +207,7 @@ export async function listAssets(
     conditions,
     order,
     page,
+    ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
     render: (paged) => `SELECT ${VIEW}::text AS view
          FROM ${paged}
          ${JOIN_LOCATION}

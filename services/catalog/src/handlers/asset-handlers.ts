@@ -32,7 +32,7 @@ export function assetHandlers(deps: {
     "asset.list": async (request) => {
       const orgId = orgOf(request);
       const { filters, page, sort } = readAssetQuery(request);
-      return ok(await assets.list(orgId, filters, sort, page));
+      return ok(await assets.list(orgId, filters, sort, page, request.catalog_seq));
     },
     "asset.create": async (request) => {
       const asset = await assets.create(orgOf(request), request.body);

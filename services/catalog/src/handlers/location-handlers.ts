@@ -41,7 +41,7 @@ export function locationHandlers(deps: {
     "location.list": async (request) => {
       const orgId = orgOf(request);
       const { filters, page, sort } = readLocationQuery(request);
-      return ok(await locations.list(orgId, filters, sort, page));
+      return ok(await locations.list(orgId, filters, sort, page, request.catalog_seq));
     },
     "location.create": async (request) => {
       const location = await locations.create(orgOf(request), request.body);

@@ -23,6 +23,7 @@ import { mintExternalKey } from "../db/key-sequence.ts";
 import type { EventPublisher } from "../events/event-outbox.ts";
 import { hasPlacedAssets } from "../assets/asset-store.ts";
 import { parseObject, readOnlyError, requireObject, storedInstant, throwIfAny, type JsonObject } from "../requests/body-parse.ts";
+import { createCountCache } from "../requests/count-cache.ts";
 import type { Page } from "../requests/list-query.ts";
 import { checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
@@ -95,6 +96,7 @@ async function resolveParentRefs(
 
 export function createLocationService(deps: { events: EventPublisher; db: Db }) {
   const { events, db } = deps;
+  const counts = createCountCache();
 
   async function create(orgId: number, body: unknown): Promise<LocationView> {
     const raw = requireObject(body);
@@ -163,8 +165,9 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
     filters: LocationFilters,
     sort: SortKey<LocationSortField>[],
     page: Page,
+    catalogSeq: number | undefined,
   ): Promise<JsonText> {
-    const { data, total } = await listLocations(db, orgId, filters, sort, page);
+    const { data, total } = await listLocations(db, orgId, filters, sort, page, { cache: counts, catalogSeq });
     return listEnvelopeJson(data, page, total);
   }
 

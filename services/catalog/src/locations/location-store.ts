@@ -5,6 +5,7 @@
 import type { LocationView, SortKey } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
@@ -254,7 +255,7 @@ export interface LocationFilters {
   q: string | undefined;
 }
 
-function where(p: Params, orgId: number, f: LocationFilters): string {
+function where(p: Params, orgId: number, f: LocationFilters): string[] {
   const org = p.add(orgId);
   const conds = [`l.org_id = ${org}`, effective("l")];
   if (!f.includeDeleted) conds.push("l.deleted_at IS NULL");
@@ -266,7 +267,13 @@ function where(p: Params, orgId: number, f: LocationFilters): string {
   }
   if (f.isActive !== undefined) conds.push(`l.is_active = ${p.add(f.isActive)}`);
   if (f.q !== undefined) conds.push(searchMatch("location", "l", org, p.add(containsPattern(f.q))));
-  return conds.join(" AND ");
+  return conds;
+}
+
+/** The cache key of a whole-organization list's count, or undefined when other filters narrow it. */
+function wholeOrgCountKey(orgId: number, f: LocationFilters): string | undefined {
+  if (f.externalKeys.length || f.parentIds.length || f.parentKeys.length || f.q !== undefined) return undefined;
+  return `location:${orgId}:${f.includeDeleted}:${f.isActive ?? "any"}`;
 }
 
 const SORT_COLUMNS: Record<LocationSortField, string> = {
@@ -281,7 +288,9 @@ export async function listLocations(
   filters: LocationFilters,
   sort: SortKey<LocationSortField>[],
   page: Page,
+  counts?: { cache: CountCache; catalogSeq: number | undefined },
 ): Promise<{ data: string[]; total: number }> {
+  const countKey = wholeOrgCountKey(orgId, filters);
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "l.id");
@@ -291,6 +300,7 @@ export async function listLocations(
     conditions,
     order,
     page,
+    ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
     render: (paged) => `SELECT ${VIEW}::text AS view
          FROM ${paged}
          ${JOIN_PARENT}

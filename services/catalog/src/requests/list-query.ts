@@ -4,6 +4,8 @@
  */
 import { externalKeyProblem, fieldError, type FieldError, type QueryReader, type SortKey } from "@whereabouts/shared";
 import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
+import { effective } from "../db/sql-fragments.ts";
+import type { CountCache, CountResult } from "./count-cache.ts";
 
 export interface Page {
   limit: number;
@@ -59,16 +61,48 @@ export type { FieldError };
 export async function listPage(
   db: Db,
   p: Params,
-  options: { table: string; alias: string; conditions: string; order: string; page: Page; render: (pagedRows: string) => string },
+  options: {
+    table: string;
+    alias: string;
+    /** ANDed; the currently-effective predicate among them. */
+    conditions: string[];
+    order: string;
+    page: Page;
+    render: (pagedRows: string) => string;
+    /** Whole-organization lists: their count comes from the cache (see count-cache.ts). */
+    cachedCount?: { cache: CountCache; key: string; catalogSeq: number | undefined };
+  },
 ): Promise<{ data: string[]; total: number }> {
-  const { table, alias, conditions, order, page } = options;
+  const { table, alias, order, page } = options;
+  const conditions = options.conditions.join(" AND ");
   const countParams = [...p.values];
   const limit = p.add(page.limit);
   const offset = p.add(sqlOffset(page));
   const paged = `(SELECT ${alias}.* FROM ${table} ${alias} WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) ${alias}`;
-  const [rows, count] = await Promise.all([
+  const countAll = async () =>
+    (await queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${table} ${alias} WHERE ${conditions}`, countParams))!.n;
+  const cached = options.cachedCount;
+  const [rows, total] = await Promise.all([
     query<{ view: string }>(db, options.render(paged), p.values),
-    queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${table} ${alias} WHERE ${conditions}`, countParams),
+    cached ? cached.cache.count(cached.key, cached.catalogSeq, () => countWithHorizon(db, table, alias, options.conditions, countParams)) : countAll(),
   ]);
-  return { data: rows.map((r) => r.view), total: count!.n };
+  return { data: rows.map((r) => r.view), total };
+}
+
+/**
+ * The count, and the seconds until the next validity boundary (valid_from or
+ * valid_to still ahead) among the rows the other conditions select.
+ */
+async function countWithHorizon(db: Db, table: string, alias: string, conditions: string[], params: unknown[]): Promise<CountResult> {
+  const current = effective(alias);
+  const others = conditions.filter((c) => c !== current);
+  const row = await queryOne<{ n: number; seconds: number | null }>(
+    db,
+    `SELECT count(*) FILTER (WHERE ${current})::int AS n,
+            extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE ${alias}.valid_from > now()),
+                                     min(${alias}.valid_to) FILTER (WHERE ${alias}.valid_to > now())) - now())::float8 AS seconds
+       FROM ${table} ${alias} WHERE ${others.join(" AND ")}`,
+    params,
+  );
+  return { total: row!.n, secondsValid: row!.seconds };
 }
