@@ -16,6 +16,7 @@ import {
   deadLetters,
   positionEvents,
   publishScan,
+  readStream,
   type CatalogFixture,
 } from "../services/tracking/src/testing/tracking-fixtures.ts";
 
@@ -189,6 +190,30 @@ describe("scan ingestion", () => {
     expect(await historyOf(b.id, 1)).toHaveLength(1); // two tags, one asset: one row
     expect((await history(inactiveAsset.id)).body.total_count).toBe(0);
     expect((await metrics()).scans.tagsUnresolved - before).toBe(6);
+  });
+
+  it("announces the positions of a batch in one message per organization, not one per asset", async () => {
+    const orgMessages = async () => (await readStream(stack.nc, "TRACKING", `tracking.events.${orgId}.asset.*`)).length;
+    const location = { id: id(), external_key: `LOC-${nextId}` };
+    await cat.location(orgId, location);
+    const tags: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const asset = { id: id() };
+      await cat.asset(orgId, asset);
+      const value = `MANY-${nextId}-${i}`;
+      await cat.tag(orgId, { id: id(), value, owner_type: "asset", owner_id: asset.id });
+      tags.push(value);
+    }
+    const before = await orgMessages();
+    const eventsBefore = (await positionEvents(stack.nc, orgId)).length;
+    await publishScan(stack.nc, orgId, scan("2026-03-04T00:00:00Z", { id: location.id }, tags));
+    const events = await eventually(async () => {
+      const all = await positionEvents(stack.nc, orgId);
+      return all.length >= eventsBefore + 12 ? all.slice(eventsBefore) : undefined;
+    });
+    expect(events.map((e) => e.verb)).toEqual(Array(12).fill("moved"));
+    expect(new Set(events.map((e) => e.event.asset_id)).size).toBe(12);
+    expect((await orgMessages()) - before).toBe(1);
   });
 
   it("orders more than 16 scans of one asset at one microsecond no further: the 17th is dead-lettered", async () => {

@@ -140,3 +140,40 @@ export const AssetPositionEvent = z.object({
   previous_location_id: Id.nullable().optional(),
 });
 export type AssetPositionEvent = z.infer<typeof AssetPositionEvent>;
+
+/** At most this many positions per batch message (about 150 bytes each: well under max_payload). */
+export const POSITION_BATCH_MAX = 1000;
+
+/**
+ * What tracking publishes: on `tracking.events.<org_id>.asset.positions`, the
+ * newest state of each asset one ingestion batch touched, `moved` when its
+ * location changed, `seen` when only its last-seen time advanced. One message
+ * per organization per batch (chunked at POSITION_BATCH_MAX), instead of one
+ * per asset: at 50,000 reads/s that is tens of messages a second rather than
+ * tens of thousands. Each item reads like an AssetPositionEvent; consumers
+ * also still accept the per-asset `asset.moved` / `asset.seen` form.
+ */
+export const AssetPositionItem = AssetPositionEvent.omit({ version: true, org_id: true }).extend({
+  verb: z.enum(["moved", "seen"]),
+});
+export type AssetPositionItem = z.infer<typeof AssetPositionItem>;
+export const AssetPositionBatch = z.object({
+  version: z.literal(1),
+  org_id: Id,
+  positions: z.array(AssetPositionItem).min(1).max(POSITION_BATCH_MAX),
+});
+export type AssetPositionBatch = z.infer<typeof AssetPositionBatch>;
+export const POSITION_BATCH_VERB = "positions";
+
+/** A position message as per-asset events, whichever form it came in (`verb` from the subject or the item). */
+export function positionEventsOf(subject: string, json: unknown): Array<AssetPositionEvent & { verb: "moved" | "seen" }> | undefined {
+  const verb = subject.slice(subject.lastIndexOf(".") + 1);
+  if (verb === POSITION_BATCH_VERB) {
+    const parsed = AssetPositionBatch.safeParse(json);
+    if (!parsed.success) return undefined;
+    return parsed.data.positions.map((p) => ({ ...p, version: 1 as const, org_id: parsed.data.org_id }));
+  }
+  if (verb !== "moved" && verb !== "seen") return undefined;
+  const parsed = AssetPositionEvent.safeParse(json);
+  return parsed.success ? [{ ...parsed.data, verb }] : undefined;
+}

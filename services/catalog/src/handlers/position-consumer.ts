@@ -1,16 +1,18 @@
 /**
  * Asset positions from tracking: a durable pull consumer of the TRACKING
- * stream's `asset.moved` events sets the assets' location columns, newer
- * events only. Positions are scan data: reads never wait for this consumer
+ * stream's position messages (`asset.positions` batches, or the per-asset
+ * `asset.moved` form) sets the assets' location columns from the moves, newer
+ * ones only. Positions are scan data: reads never wait for this consumer
  * (ARCHITECTURE.md rule 4); they show what it has applied.
  */
 import {
-  AssetPositionEvent,
   decodeJson,
   DURABLES,
   parseInstant,
+  positionEventsOf,
   runBatchConsumer,
   STREAMS,
+  type AssetPositionEvent,
   type ConsumerSpec,
   type JsMsg,
   type Logger,
@@ -25,7 +27,8 @@ import type { CatalogClient } from "../db/catalog-db.ts";
 export const POSITION_CONSUMER: ConsumerSpec = {
   stream: STREAMS.TRACKING.name,
   durable: DURABLES.catalogTracking,
-  filterSubjects: ["tracking.events.*.asset.moved"],
+  // One filter (nats-server 2.9 takes no list): `asset.seen` messages are acked unread.
+  filterSubjects: ["tracking.events.*.asset.*"],
   ackWaitMs: 30_000,
   maxDeliver: 20,
   batchSize: 1000,
@@ -49,17 +52,17 @@ export async function startPositionConsumer(deps: {
     for (const msg of messages) {
       let parsed;
       try {
-        parsed = AssetPositionEvent.safeParse(decodeJson(msg.data));
+        parsed = positionEventsOf(msg.subject, decodeJson(msg.data));
       } catch {
         parsed = undefined;
       }
-      if (!parsed?.success || !parseInstant(parsed.data.observed_at)) {
+      if (!parsed || parsed.some((e) => !parseInstant(e.observed_at))) {
         // Poison: never retried, never blocks the stream.
         logger.error({ subject: msg.subject, seq: msg.seq }, "malformed asset position event dropped");
         msg.term();
         continue;
       }
-      events.push(parsed.data);
+      for (const event of parsed) if (event.verb === "moved") events.push(event);
       applied.push(msg);
     }
     await applyPositions(db, events);

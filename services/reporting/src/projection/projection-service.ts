@@ -3,7 +3,7 @@
  * the newest event per entity (and per asset position), then written in one
  * transaction. The same code serves the live durable consumers and the rebuild.
  */
-import { decodeJson } from "@whereabouts/shared";
+import { decodeJson, positionEventsOf } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionStore, SnapshotTagRow } from "./projection-store.ts";
 import {
@@ -22,8 +22,8 @@ export class PoisonMessageError extends Error {
 
 export type StreamKind = "catalog" | "tracking";
 
-/** Position events are the only TRACKING subjects the read model uses. */
-const POSITION_SUBJECT = /^tracking\.events\.[^.]+\.asset\.(moved|seen)$/;
+/** Position messages are the only TRACKING subjects the read model uses (batches, or the per-asset form). */
+const POSITION_SUBJECT = /^tracking\.events\.[^.]+\.asset\.(moved|seen|positions)$/;
 const CATALOG_ENTITIES = new Set(["asset", "location", "tag"]);
 
 /** Cuts fractional seconds to microseconds (toward zero), Postgres' precision. */
@@ -149,9 +149,17 @@ export class ProjectionBatch {
 
   private addTracking(subject: string, json: unknown): boolean {
     if (!POSITION_SUBJECT.test(subject)) return false;
-    const parsed = ReportingPositionEvent.safeParse(json);
-    if (!parsed.success) throw new PoisonMessageError(`bad position event on ${subject}: ${parsed.error.message}`);
-    const e = parsed.data;
+    const events = positionEventsOf(subject, json);
+    if (!events) throw new PoisonMessageError(`bad position message on ${subject}`);
+    for (const event of events) {
+      const parsed = ReportingPositionEvent.safeParse(event);
+      if (!parsed.success) throw new PoisonMessageError(`bad position event on ${subject}: ${parsed.error.message}`);
+      this.addPosition(parsed.data);
+    }
+    return true;
+  }
+
+  private addPosition(e: ReportingPositionEvent): void {
     const row: PositionRow = {
       orgId: e.org_id,
       assetId: e.asset_id,
@@ -166,7 +174,6 @@ export class ProjectionBatch {
       this.positions.set(key, row);
     }
     this.events++;
-    return true;
   }
 
   get size(): number {

@@ -10,6 +10,7 @@ import {
   CatalogEvent,
   decodeJson,
   encodeJson,
+  positionEventsOf,
   scanSubject,
   STREAMS,
   type AssetPositionEvent,
@@ -186,5 +187,8 @@ export async function deadLetters(nc: NatsConnection) {
 
 export async function positionEvents(nc: NatsConnection, orgId: number) {
   const messages = await readStream(nc, STREAMS.TRACKING.name, `tracking.events.${orgId}.asset.*`);
-  return messages.map((m) => ({ verb: m.subject.split(".").pop()!, event: decodeJson(m.data) as AssetPositionEvent }));
+  // Per asset, whichever form the message has (tracking publishes batches).
+  return messages.flatMap((m) =>
+    (positionEventsOf(m.subject, decodeJson(m.data)) ?? []).map(({ verb, ...event }) => ({ verb, event: event as AssetPositionEvent })),
+  );
 }
