@@ -1,7 +1,7 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
 import type { AssetPositionEvent, AssetView, SortKey } from "@whereabouts/shared";
 import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpdatedAt, NOW_MS, searchMatch, wireTs } from "../db/sql-fragments.ts";
 import { listPage, orderBy, type Page } from "../requests/list-query.ts";
 
 /** An asset row `a` with its location `l` joined at read time (any state: the pair invariant). */
@@ -173,9 +173,9 @@ function where(p: Params, orgId: number, f: AssetFilters): string {
   return conds.join(" AND ");
 }
 
-const SORT_COLUMNS: Record<AssetSortField, string> = {
+const SORT_COLUMNS: Record<AssetSortField, string | string[]> = {
   external_key: "a.external_key",
-  name: "a.name",
+  name: nameOrder("a"),
   created_at: "a.created_at",
   updated_at: "a.updated_at",
 };

@@ -52,6 +52,13 @@ export const tagRecordJson = (t: string) => `json_build_object(
 
 export type OwnerType = "asset" | "location";
 
+/**
+ * Sort keys for "by name": the indexed 500-character prefix, then the whole
+ * name (the order of the name itself in a byte-order collation). The prefix
+ * length matches the name indexes of migration 20261124000000.
+ */
+export const nameOrder = (alias: string): string[] => [`left(${alias}.name, 500)`, `${alias}.name`];
+
 /** The embedded tags array of an owner row: active, currently effective, live; by id. */
 export const embeddedTags = (ownerType: OwnerType, owner: string) => `COALESCE((
   SELECT json_agg(${tagViewJson("t")} ORDER BY t.id)

@@ -44,8 +44,9 @@ export function readQ(reader: QueryReader): string | undefined {
   return q === "" ? undefined : q;
 }
 
-export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F, string>, idColumn: string): string {
-  const parts = keys.map((k) => `${columns[k.field]} ${k.descending ? "DESC" : "ASC"}`);
+/** A sort field is one column or several expressions (sorted the same way). */
+export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F, string | string[]>, idColumn: string): string {
+  const parts = keys.flatMap((k) => [columns[k.field]].flat().map((c) => `${c} ${k.descending ? "DESC" : "ASC"}`));
   return [...parts, `${idColumn} ASC`].join(", ");
 }
 
