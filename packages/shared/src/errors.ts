@@ -4,6 +4,7 @@
  * renders replies (and its own errors) as HTTP, once.
  */
 import { z } from "zod";
+import { FIELD_ERRORS_MAX } from "./limits.ts";
 
 export const ERROR_TYPES = {
   validation_error: { status: 400, title: "Validation failed" },
@@ -77,8 +78,11 @@ export class AppError extends Error {
 
 export class ValidationError extends AppError {
   override readonly name = "ValidationError";
-  constructor(readonly fields: FieldError[]) {
+  /** At most FIELD_ERRORS_MAX entries (a hostile body could yield millions); detail counts them all. */
+  readonly fields: FieldError[];
+  constructor(fields: FieldError[]) {
     super("validation_error", validationDetail(fields));
+    this.fields = fields.length > FIELD_ERRORS_MAX ? fields.slice(0, FIELD_ERRORS_MAX) : fields;
   }
 }
 

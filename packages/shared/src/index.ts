@@ -9,6 +9,8 @@ export * from "./nats.ts";
 export * from "./db.ts";
 export * from "./paths.ts";
 export * from "./validation.ts";
+export * from "./limits.ts";
+export * from "./json-guard.ts";
 export * from "./service.ts";
 export * from "./consumer.ts";
 export * from "./metrics.ts";

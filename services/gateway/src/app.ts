@@ -42,7 +42,7 @@ import { allowedMethods, ROUTES, type RouteMethod, type RouteOperation, type Rou
 import type { AuthService } from "./identity/auth-service.ts";
 import type { IdentityStore } from "./identity/identity-store.ts";
 import type { RateLimiter } from "./plugins/rate-limiter.ts";
-import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, unsupportedMediaType } from "./http/http-rules.ts";
+import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, parseQueryString, unsupportedMediaType } from "./http/http-rules.ts";
 
 export interface GatewayDeps {
   logger: Logger;
@@ -343,16 +343,7 @@ function pathOf(request: FastifyRequest): string {
 /** Every query key with all its values; repeats are kept, commas are not split. */
 function queryOf(request: FastifyRequest): Record<string, string[]> {
   const index = request.url.indexOf("?");
-  const out = new Map<string, string[]>();
-  if (index !== -1) {
-    for (const [key, value] of new URLSearchParams(request.url.slice(index + 1))) {
-      const values = out.get(key);
-      if (values) values.push(value);
-      else out.set(key, [value]);
-    }
-  }
-  // fromEntries defines own properties: a `__proto__` key stays a plain key.
-  return Object.fromEntries(out);
+  return index === -1 ? {} : parseQueryString(request.url.slice(index + 1));
 }
 
 /** A service's error envelope carries the gateway's request id. */
