@@ -4,6 +4,7 @@ export * from "./ids.ts";
 export * from "./logger.ts";
 export * from "./config.ts";
 export * from "./rpc.ts";
+export * from "./deadline.ts";
 export * from "./subjects.ts";
 export * from "./nats.ts";
 export * from "./db.ts";

@@ -12,6 +12,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import type { Logger } from "pino";
+import { checkDeadline, rpcDeadline, runWithDeadline } from "./deadline.ts";
 import { AppError, serviceUnavailable, toErrorEnvelope } from "./errors.ts";
 import { HEADER_REQUEST_ID, HEADER_TRACEPARENT, RpcReply, RpcRequest } from "./rpc.ts";
 import type { Metrics } from "./metrics.ts";
@@ -131,7 +132,9 @@ export function serveRpc(
       const parsed = RpcRequest.safeParse(decodeJson(msg.data));
       if (!parsed.success) throw new AppError("bad_request", "Malformed RPC envelope");
       instance = parsed.data.path;
-      reply = await handler(parsed.data, { logger: log, traceparent });
+      // A caller that has given up already gets no work done for it.
+      checkDeadline(parsed.data.deadline);
+      reply = await runWithDeadline(parsed.data.deadline, () => handler(parsed.data, { logger: log, traceparent }));
     } catch (err) {
       if (!(err instanceof AppError)) log.error({ err }, "rpc handler failed");
       const envelope = toErrorEnvelope(err, { instance, request_id: requestId });
@@ -210,7 +213,9 @@ export async function drainNats(nc: NatsConnection, timeoutMs = 5000): Promise<v
 /**
  * Calls a service; a timeout or no responder becomes 503 service_unavailable
  * (with Retry-After), a request too large for the broker 413, and a reply
- * that is not an RpcReply an internal error.
+ * that is not an RpcReply an internal error. The request carries a deadline
+ * ahead of the timeout (deadline.ts), so that no write commits after the
+ * caller has answered 503.
  */
 export async function callRpc(
   nc: NatsConnection,
@@ -220,7 +225,8 @@ export async function callRpc(
 ): Promise<RpcReply> {
   let msg: Msg;
   try {
-    msg = await nc.request(subject, encodeJson(request), {
+    const sent = request.deadline === undefined ? { ...request, deadline: rpcDeadline(options.timeoutMs) } : request;
+    msg = await nc.request(subject, encodeJson(sent), {
       timeout: options.timeoutMs,
       headers: messageHeaders(request.request_id, options.traceparent),
     });

@@ -47,6 +47,11 @@ export const RpcRequest = z.object({
   query: QueryValues,
   /** Absent on GET, HEAD and DELETE (JSON drops an undefined key). */
   body: z.unknown().optional(),
+  /**
+   * When the caller stops waiting (epoch ms). A write must not commit after
+   * it: the caller has answered 503 by then, and a retry would duplicate it.
+   */
+  deadline: z.number().int().positive().optional(),
 });
 export type RpcRequest = z.infer<typeof RpcRequest>;
 
@@ -54,6 +59,11 @@ export const RpcReply = z.object({
   status: z.number().int().min(100).max(599),
   headers: z.record(z.string(), z.string()).default({}),
   body: z.unknown().optional(),
+  /**
+   * When the caller stops waiting (epoch ms). A write must not commit after
+   * it: the caller has answered 503 by then, and a retry would duplicate it.
+   */
+  deadline: z.number().int().positive().optional(),
 });
 export type RpcReply = z.infer<typeof RpcReply>;
 

@@ -1,6 +1,6 @@
 /** The catalog's Prisma client (schema `catalog`), transactions and error mapping. */
 import { PrismaPg } from "@prisma/adapter-pg";
-import type { Pool } from "@whereabouts/shared";
+import { checkDeadline, type Pool } from "@whereabouts/shared";
 import { PrismaClient, type Prisma } from "../generated/catalog/client.ts";
 
 export type CatalogClient = InstanceType<typeof PrismaClient>;
@@ -17,8 +17,23 @@ export function createCatalogClient(connection: string | Pool, max = 10): Catalo
   return new PrismaClient({ adapter });
 }
 
-export async function inTransaction<T>(db: CatalogClient, work: (tx: Tx) => Promise<T>): Promise<T> {
-  return db.$transaction(work, { maxWait: 10_000, timeout: 20_000 });
+/**
+ * Runs `work` in a transaction. With a `deadline` (the RPC caller's), the
+ * transaction rolls back with 503 instead of committing once it has passed.
+ */
+export async function inTransaction<T>(
+  db: CatalogClient,
+  work: (tx: Tx) => Promise<T>,
+  options: { deadline?: number | undefined } = {},
+): Promise<T> {
+  return db.$transaction(
+    async (tx) => {
+      const result = await work(tx);
+      checkDeadline(options.deadline);
+      return result;
+    },
+    { maxWait: 10_000, timeout: 20_000 },
+  );
 }
 
 /** Typed raw query with positional parameters ($1, $2, ...). */
