@@ -392,3 +392,31 @@ describe("sorting by name", () => {
     expect(desc.body.data.map((l: Body) => l.name)).toEqual([...names].sort().reverse());
   });
 });
+
+describe("replies within the broker's max payload", () => {
+  it("a page of the largest records is cut to what fits, its limit says so, and paging on reaches every row", async () => {
+    const big = apiClient(stack, (await stack.tenant("Big Records Org")).auth);
+    // About 130 KB of JSON each: control characters take six bytes escaped.
+    const record = (i: number) => ({
+      name: `${i}`.padStart(4, "0") + "\u0001".repeat(NAME_MAX_LENGTH - 4),
+      description: "\u0001".repeat(DESCRIPTION_MAX_LENGTH),
+      metadata: { f: "\u0001".repeat(Math.floor((METADATA_MAX_BYTES - 16) / 6)) },
+    });
+    const maxPayload = stack.nc.info!.max_payload;
+    const count = Math.ceil((1.3 * maxPayload) / 130_000);
+    for (let i = 0; i < count; i++) expect((await big("POST", "/api/v1/assets", record(i))).status).toBe(201);
+    const seen: string[] = [];
+    let offset = 0;
+    for (;;) {
+      const page = await big<Body>("GET", `/api/v1/assets?limit=200&sort=name&offset=${offset}`);
+      expect(page.status).toBe(200);
+      expect(page.body.total_count).toBe(count);
+      expect(page.body.data.length).toBe(Math.min(page.body.limit, count - offset));
+      seen.push(...page.body.data.map((a: Body) => a.name.slice(0, 4)));
+      if (offset === 0) expect(page.body.limit).toBeLessThan(count);
+      if (offset + page.body.limit >= count) break;
+      offset += page.body.limit;
+    }
+    expect(seen).toEqual(Array.from({ length: count }, (_, i) => `${i}`.padStart(4, "0")));
+  });
+});

@@ -5,6 +5,7 @@ export * from "./logger.ts";
 export * from "./config.ts";
 export * from "./rpc.ts";
 export * from "./deadline.ts";
+export * from "./reply-size.ts";
 export * from "./subjects.ts";
 export * from "./nats.ts";
 export * from "./db.ts";

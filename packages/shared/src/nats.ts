@@ -14,6 +14,7 @@ import {
 import type { Logger } from "pino";
 import { checkDeadline, rpcDeadline, runWithDeadline } from "./deadline.ts";
 import { AppError, serviceUnavailable, toErrorEnvelope } from "./errors.ts";
+import { fitListReply, replyHeaderRoom } from "./reply-size.ts";
 import { HEADER_REQUEST_ID, HEADER_TRACEPARENT, RpcReply, RpcRequest } from "./rpc.ts";
 import type { Metrics } from "./metrics.ts";
 import { PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
@@ -154,7 +155,11 @@ export function serveRpc(
     if (!msg.reply) return;
     const replyHeaders = messageHeaders(requestId, traceparent);
     try {
-      msg.respond(encodeJson(reply), { headers: replyHeaders });
+      let payload = encodeJson(reply);
+      // A list page too large for the broker is cut to the rows that fit (reply-size.ts).
+      const room = (nc.info?.max_payload ?? Infinity) - replyHeaderRoom(requestId);
+      if (payload.length > room) payload = fitListReply(reply, room) ?? payload;
+      msg.respond(payload, { headers: replyHeaders });
     } catch (err) {
       // E.g. a reply larger than the broker's max_payload: still answer.
       log.error({ err }, "rpc reply could not be sent");
