@@ -14,10 +14,12 @@ export const ERROR_TYPES = {
   not_found: { status: 404, title: "Not found" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
   conflict: { status: 409, title: "Conflict" },
+  request_timeout: { status: 408, title: "Request timeout" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   missing_org_context: { status: 422, title: "Missing org context" },
   rate_limited: { status: 429, title: "Rate limited" },
+  request_header_fields_too_large: { status: 431, title: "Request header fields too large" },
   internal_error: { status: 500, title: "Internal server error" },
   service_unavailable: { status: 503, title: "Service unavailable" },
 } as const;

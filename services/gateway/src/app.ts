@@ -42,6 +42,7 @@ import { allowedMethods, ROUTES, type RouteMethod, type RouteOperation, type Rou
 import type { AuthService } from "./identity/auth-service.ts";
 import type { IdentityStore } from "./identity/identity-store.ts";
 import type { RateLimiter } from "./plugins/rate-limiter.ts";
+import { answerClientError } from "./http/client-error.ts";
 import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, parseQueryString, unsupportedMediaType } from "./http/http-rules.ts";
 
 export interface GatewayDeps {
@@ -102,6 +103,10 @@ export async function buildGateway(deps: GatewayDeps) {
       disableRequestLogging: (request) => request.url === "/healthz" || request.url === "/readyz",
     }),
     bodyLimit: BODY_LIMIT_BYTES,
+    // Requests the HTTP parser refuses get the envelope too (client-error.ts), and a
+    // missing Host is answered by the onRequest hook below, not by Node's bare 400.
+    clientErrorHandler: answerClientError,
+    http: { requireHostHeader: false },
     exposeHeadRoutes: false,
     // Requests arriving while closing get the spec's envelope (below), not Fastify's.
     return503OnClosing: false,
@@ -147,6 +152,9 @@ export async function buildGateway(deps: GatewayDeps) {
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+      throw badRequest("An HTTP/1.1 request needs a Host header");
+    }
     if (closing) {
       reply.header("connection", "close");
       throw serviceUnavailable("The gateway is shutting down; retry on another instance", 1);
