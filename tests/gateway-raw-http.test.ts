@@ -128,6 +128,28 @@ describe("requests the HTTP parser refuses", () => {
   });
 });
 
+describe("CONNECT, which Node hands over as a tunnel", () => {
+  for (const [target, status, type] of [
+    ["/api/v1/assets", 405, "method_not_allowed"],
+    ["/api/v1/nowhere", 404, "not_found"],
+    ["example.test:443", 400, "bad_request"],
+  ] as const) {
+    it(`CONNECT ${target}: ${status} with the envelope and Connection: close`, async () => {
+      const conn = await RawConnection.open(port);
+      try {
+        conn.send(`CONNECT ${target} HTTP/1.1\r\nhost: example.test\r\nx-request-id: tunnel-1\r\n\r\n`);
+        const res = responseOf(await conn.read());
+        expect(expectEnvelope(res, status, type).request_id).toBe("tunnel-1");
+        if (status === 405) expect(res.headers.allow).toBe("GET, HEAD, POST");
+        expect(res.headers.connection).toBe("close");
+        await expectClosed(conn);
+      } finally {
+        conn.close();
+      }
+    });
+  }
+});
+
 describe("errors the gateway answers itself", () => {
   it("a missing Host on HTTP/1.1: 400 with the envelope, the connection stays usable", async () => {
     const conn = await RawConnection.open(port);

@@ -42,7 +42,7 @@ import { allowedMethods, ROUTES, type RouteMethod, type RouteOperation, type Rou
 import type { AuthService } from "./identity/auth-service.ts";
 import type { IdentityStore } from "./identity/identity-store.ts";
 import type { RateLimiter } from "./plugins/rate-limiter.ts";
-import { answerClientError } from "./http/client-error.ts";
+import { answerClientError, answerConnect } from "./http/client-error.ts";
 import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, parseQueryString, unsupportedMediaType } from "./http/http-rules.ts";
 
 export interface GatewayDeps {
@@ -130,6 +130,8 @@ export async function buildGateway(deps: GatewayDeps) {
   for (const method of ROUTE_METHODS) {
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
+  // CONNECT never reaches a route (Node hands it over as a tunnel): it gets the envelope too.
+  app.server.on("connect", answerConnect);
 
   // Bodies are read raw and decoded by the handler, after the checks above.
   app.removeAllContentTypeParsers();

@@ -7,8 +7,9 @@
  * X-Request-ID when it could be read, else a fresh ULID.
  */
 import type { Duplex } from "node:stream";
-import { STATUS_CODES } from "node:http";
-import { errorBody, newRequestId, type ErrorType } from "@whereabouts/shared";
+import { STATUS_CODES, type IncomingMessage } from "node:http";
+import { AppError, errorBody, newRequestId, notFound, toErrorEnvelope, type ErrorType } from "@whereabouts/shared";
+import { allowedMethods, ROUTES } from "../routes/route-table.ts";
 
 interface ParserError extends Error {
   code?: string;
@@ -20,7 +21,7 @@ interface ParserError extends Error {
 const answered = new WeakSet<Duplex>();
 
 /** A request id echoed from a refused request stays small enough for any client to read. */
-const MAX_ECHOED_ID = 1024;
+const MAX_ECHOED_ID = 8192;
 
 const REQUEST_LINE = /(?:^|\n)([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([^\s]*)(?: HTTP\/\d\.\d)?\r?\n/g;
 
@@ -64,6 +65,58 @@ function classify(code: string | undefined): { type: ErrorType; detail: string }
   return { type: "bad_request", detail: `The request is not valid HTTP/1.1 (${code ?? "parse error"})` };
 }
 
+/** Writes an envelope as a whole response and closes the connection after it. */
+function writeAndClose(
+  socket: Duplex,
+  envelope: ReturnType<typeof errorBody>,
+  requestId: string,
+  options: { head?: boolean; headers?: Record<string, string> } = {},
+): void {
+  const body = Buffer.from(JSON.stringify(envelope));
+  const status = envelope.error.status;
+  const extra = Object.entries(options.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("");
+  const head =
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\n` +
+    `content-type: application/json\r\n` +
+    `content-length: ${body.length}\r\n` +
+    `x-request-id: ${requestId}\r\n` +
+    extra +
+    `date: ${new Date().toUTCString()}\r\n` +
+    `connection: close\r\n\r\n`;
+  if (socket.writable) socket.end(options.head ? head : Buffer.concat([Buffer.from(head, "latin1"), body]));
+  // Whatever else the client sends is not read; do not hold the socket open for it.
+  setTimeout(() => socket.destroy(), 2000).unref();
+}
+
+const ROUTE_PATTERNS = ROUTES.map((route) => ({ route, pattern: new RegExp(`^${route.path.replace(/:\w+/g, "[^/]+")}$`) }));
+
+/**
+ * CONNECT, which Node hands over as a tunnel rather than a request: 405 with
+ * Allow on an API path, 404 on another path, 400 when the target is not a
+ * path at all (this is no proxy). No body was read: the connection closes.
+ */
+export function answerConnect(req: IncomingMessage, socket: Duplex): void {
+  const sent = req.headers["x-request-id"];
+  const requestId = typeof sent === "string" && sent !== "" ? sent : newRequestId();
+  const target = req.url ?? "";
+  const path = target.split("?")[0]!;
+  let err: AppError;
+  const headers: Record<string, string> = {};
+  if (!path.startsWith("/")) err = new AppError("bad_request", "CONNECT is not supported: the request target must be a path");
+  else {
+    const match = ROUTE_PATTERNS.find((r) => r.pattern.test(path));
+    if (match) {
+      const allow = allowedMethods(match.route).join(", ");
+      headers.allow = allow;
+      err = new AppError("method_not_allowed", `Allowed methods: ${allow}`);
+    } else err = notFound(`No resource at ${path}`);
+  }
+  const envelope = toErrorEnvelope(err, { instance: /^[\x21-\x7e]*$/.test(path) ? path : "", request_id: requestId });
+  writeAndClose(socket, envelope, requestId, { headers });
+}
+
 /** Fastify's `clientErrorHandler` (Node's parser errors carry `rawPacket` and `bytesParsed`). */
 export function answerClientError(error: Error, socket: Duplex): void {
   const err = error as ParserError;
@@ -75,18 +128,5 @@ export function answerClientError(error: Error, socket: Duplex): void {
   const query = target?.indexOf("?") ?? -1;
   const instance = target === undefined ? "" : query === -1 ? target : target.slice(0, query);
   const envelope = errorBody(type, detail, { instance: /^[\x21-\x7e]*$/.test(instance) ? instance : "", request_id: id });
-  const body = Buffer.from(JSON.stringify(envelope));
-  const status = envelope.error.status;
-  const head =
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\n` +
-    `content-type: application/json\r\n` +
-    `content-length: ${body.length}\r\n` +
-    `x-request-id: ${id}\r\n` +
-    `date: ${new Date().toUTCString()}\r\n` +
-    `connection: close\r\n\r\n`;
-  if (socket.writable) {
-    socket.end(method === "HEAD" ? head : Buffer.concat([Buffer.from(head, "latin1"), body]));
-  }
-  // Whatever else the client sends is not read; do not hold the socket open for it.
-  setTimeout(() => socket.destroy(), 2000).unref();
+  writeAndClose(socket, envelope, id, { head: method === "HEAD" });
 }
