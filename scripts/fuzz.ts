@@ -24,9 +24,13 @@ let batch = 0;
 let queue: FuzzCase[] = [];
 const arbitrary = fuzzCase(fuzz.keys);
 
+// Ctrl-C stops sending; the requests in flight finish, the totals print and the stack is removed.
+let stopped = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => (stopped = true));
+
 /** The next case, generated in seeded batches (reproducible with FUZZ_SEED). */
 function next(): FuzzCase | undefined {
-  if (generated >= runs) return undefined;
+  if (stopped || generated >= runs) return undefined;
   if (queue.length === 0) queue = fc.sample(arbitrary, { numRuns: Math.min(BATCH, runs - generated), seed: seed + batch++ });
   generated++;
   return queue.shift();

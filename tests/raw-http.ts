@@ -25,7 +25,9 @@ export type ReadOutcome =
 const HEAD_END = Buffer.from("\r\n\r\n");
 
 export class RawConnection {
-  private buffer = Buffer.alloc(0);
+  /** Received bytes not yet read, as chunks (joined only when needed: large bodies arrive in many). */
+  private chunks: Buffer[] = [];
+  private size = 0;
   private ended = false;
   private resetSeen = false;
   private waiter: (() => void) | undefined;
@@ -34,7 +36,8 @@ export class RawConnection {
   private constructor(socket: Socket) {
     this.socket = socket;
     socket.on("data", (chunk: Buffer) => {
-      this.buffer = Buffer.concat([this.buffer, chunk]);
+      this.chunks.push(chunk);
+      this.size += chunk.length;
       this.wake();
     });
     socket.on("end", () => {
@@ -73,7 +76,12 @@ export class RawConnection {
 
   /** Bytes received and not yet read as a response. */
   get pending(): Buffer {
-    return this.buffer;
+    return this.joined();
+  }
+
+  private joined(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
   }
 
   send(bytes: Buffer | string): void {
@@ -97,17 +105,24 @@ export class RawConnection {
   /** Reads one response; `head` says the request was HEAD (no body follows). */
   async read(options: { head?: boolean; timeoutMs?: number } = {}): Promise<ReadOutcome> {
     const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+    /** Bytes the response needs in all, once its head says so. */
+    let needed = 0;
     for (;;) {
-      const end = this.buffer.indexOf(HEAD_END);
+      if (needed > 0 && this.size < needed && !this.ended) {
+        if (await this.more(deadline)) continue;
+        return this.giveUp();
+      }
+      const buffer = this.joined();
+      const end = buffer.indexOf(HEAD_END);
       if (end !== -1) {
-        const head = this.buffer.subarray(0, end).toString("latin1");
+        const head = buffer.subarray(0, end).toString("latin1");
         const [statusLine, ...headerLines] = head.split("\r\n");
         const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine ?? "");
-        if (!m) return { kind: "garbage", received: this.take(this.buffer.length), reason: `bad status line: ${statusLine}` };
+        if (!m) return { kind: "garbage", received: this.take(this.size), reason: `bad status line: ${statusLine}` };
         const headers: Record<string, string> = {};
         for (const line of headerLines) {
           const colon = line.indexOf(":");
-          if (colon <= 0) return { kind: "garbage", received: this.take(this.buffer.length), reason: `bad header line: ${line}` };
+          if (colon <= 0) return { kind: "garbage", received: this.take(this.size), reason: `bad header line: ${line}` };
           headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
         }
         const status = Number(m[1]);
@@ -115,33 +130,40 @@ export class RawConnection {
         let length = 0;
         if (!noBody) {
           if (headers["transfer-encoding"]) {
-            return { kind: "garbage", received: this.take(this.buffer.length), reason: "chunked responses are not expected" };
+            return { kind: "garbage", received: this.take(this.size), reason: "chunked responses are not expected" };
           }
           if (headers["content-length"] !== undefined) length = Number(headers["content-length"]);
           else if (headers.connection?.toLowerCase() === "close") length = -1; // until close
         }
         const bodyStart = end + 4;
-        if (length >= 0 && this.buffer.length >= bodyStart + length) {
+        if (length >= 0 && this.size >= bodyStart + length) {
           const bytes = this.take(bodyStart + length);
           return { kind: "response", response: { status, headers, headerLines, body: bytes.subarray(bodyStart) } };
         }
         if (length < 0 && this.ended) {
-          const bytes = this.take(this.buffer.length);
+          const bytes = this.take(this.size);
           return { kind: "response", response: { status, headers, headerLines, body: bytes.subarray(bodyStart) } };
         }
+        if (length >= 0) needed = bodyStart + length;
       }
-      if (!(await this.more(deadline))) {
-        const received = this.take(this.buffer.length);
-        if (this.resetSeen) return { kind: "reset", received };
-        if (this.ended) return { kind: "closed", received };
-        return { kind: "timeout", received };
-      }
+      if (!(await this.more(deadline))) return this.giveUp();
     }
   }
 
+  /** No (whole) response: why. */
+  private giveUp(): ReadOutcome {
+    const received = this.take(this.size);
+    if (this.resetSeen) return { kind: "reset", received };
+    if (this.ended) return { kind: "closed", received };
+    return { kind: "timeout", received };
+  }
+
   private take(n: number): Buffer {
-    const out = this.buffer.subarray(0, n);
-    this.buffer = this.buffer.subarray(n);
+    const all = this.joined();
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.chunks = rest.length ? [rest] : [];
+    this.size = rest.length;
     return out;
   }
 
