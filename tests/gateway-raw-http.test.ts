@@ -191,6 +191,18 @@ describe("errors the gateway answers itself", () => {
     }
   });
 
+  it("an absolute-form target is served as its path, and instance is that path", async () => {
+    const conn = await RawConnection.open(port);
+    try {
+      conn.send(rawRequest("GET", "http://example.test/api/v1/assets/0?x=1", [host, auth]));
+      const error = expectEnvelope(responseOf(await conn.read()), 400, "validation_error");
+      expect(error.instance).toBe("/api/v1/assets/0");
+      await expectUsable(conn);
+    } finally {
+      conn.close();
+    }
+  });
+
   it("a body over the limit: 413 with Connection: close", async () => {
     const conn = await RawConnection.open(port);
     try {

@@ -28,7 +28,7 @@ describe("the fuzzer's checks", () => {
     body: Buffer.from(body),
   });
   const envelope = (status: number, id: string) =>
-    JSON.stringify({ error: { type: "not_found", title: "Not found", status, detail: "d", instance: "/x", request_id: id } });
+    JSON.stringify({ error: { type: "not_found", title: "Not found", status, detail: "d", instance: "/api/v1/assets/1", request_id: id } });
 
   it("accept a proper error answer and catch every kind of violation", () => {
     const ok = response(404, { "content-type": "application/json", "x-request-id": "mine" }, envelope(404, "mine"));

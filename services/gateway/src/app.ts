@@ -345,9 +345,11 @@ function fromFrameworkError(err: unknown, method: string): unknown {
   return err;
 }
 
+/** The request path (the envelope's `instance`); an absolute-form target (RFC 9112 3.2.2) loses its scheme and host. */
 function pathOf(request: FastifyRequest): string {
   const index = request.url.indexOf("?");
-  return index === -1 ? request.url : request.url.slice(0, index);
+  const target = index === -1 ? request.url : request.url.slice(0, index);
+  return target.startsWith("/") ? target : target.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]*/, "") || "/";
 }
 
 /** Every query key with all its values; repeats are kept, commas are not split. */
