@@ -26,7 +26,9 @@ import {
   LocationPatchRequest,
   LocationView,
   MAX_ID,
+  OFFSET_MAX,
   OrgView,
+  Q_MAX_LENGTH,
   RenameRequest,
   RenameResponse,
   TagRequest,
@@ -105,7 +107,7 @@ const query = (name: string, schema: Json, description: string, repeatable = fal
 
 const pageParams = [
   query("limit", { type: "integer", minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT }, "Page size (at most 200)"),
-  query("offset", { type: "integer", minimum: 0, default: 0 }, "Rows to skip"),
+  query("offset", { type: "integer", minimum: 0, maximum: OFFSET_MAX, default: 0 }, "Rows to skip"),
 ];
 const sortParam = (fields: string[], fallback: string) =>
   query(
@@ -116,7 +118,7 @@ const sortParam = (fields: string[], fallback: string) =>
 const includeDeleted = query("include_deleted", { type: "boolean", default: false }, "Include soft-deleted rows");
 const isActive = query("is_active", { type: "boolean" }, "Filter on is_active");
 const q = (what: string) =>
-  query("q", { type: "string" }, `Case-insensitive substring match on ${what} and active, currently effective tag values`);
+  query("q", { type: "string", maxLength: Q_MAX_LENGTH }, `Case-insensitive substring match on ${what} and active, currently effective tag values`);
 
 const LIST_PARAMS: Record<string, Json[]> = {
   "asset.list": [

@@ -4,6 +4,7 @@
  * renders replies (and its own errors) as HTTP, once.
  */
 import { z } from "zod";
+import { FIELD_ERRORS_MAX } from "./limits.ts";
 
 export const ERROR_TYPES = {
   validation_error: { status: 400, title: "Validation failed" },
@@ -13,10 +14,12 @@ export const ERROR_TYPES = {
   not_found: { status: 404, title: "Not found" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
   conflict: { status: 409, title: "Conflict" },
+  request_timeout: { status: 408, title: "Request timeout" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   missing_org_context: { status: 422, title: "Missing org context" },
   rate_limited: { status: 429, title: "Rate limited" },
+  request_header_fields_too_large: { status: 431, title: "Request header fields too large" },
   internal_error: { status: 500, title: "Internal server error" },
   service_unavailable: { status: 503, title: "Service unavailable" },
 } as const;
@@ -77,8 +80,11 @@ export class AppError extends Error {
 
 export class ValidationError extends AppError {
   override readonly name = "ValidationError";
-  constructor(readonly fields: FieldError[]) {
+  /** At most FIELD_ERRORS_MAX entries (a hostile body could yield millions); detail counts them all. */
+  readonly fields: FieldError[];
+  constructor(fields: FieldError[]) {
     super("validation_error", validationDetail(fields));
+    this.fields = fields.length > FIELD_ERRORS_MAX ? fields.slice(0, FIELD_ERRORS_MAX) : fields;
   }
 }
 

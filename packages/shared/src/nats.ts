@@ -13,7 +13,9 @@ import {
 } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { checkDeadline, rpcDeadline, runWithDeadline } from "./deadline.ts";
 import { AppError, serviceUnavailable, toErrorEnvelope } from "./errors.ts";
+import { fitListReply, replyHeaderRoom } from "./reply-size.ts";
 import {
   HEADER_REQUEST_ID,
   HEADER_RPC_HEADERS,
@@ -144,7 +146,11 @@ export function serveRpc(
       const parsed = RpcRequest.safeParse(decodeJson(msg.data));
       if (!parsed.success) throw new AppError("bad_request", "Malformed RPC envelope");
       instance = parsed.data.path;
-      reply = await handler(parsed.data, { logger: log, traceparent });
+      // A caller that has given up already gets no work done for it.
+      checkDeadline(parsed.data.deadline);
+      // Only writes need the deadline at COMMIT; reads skip the async context it costs.
+      const deadline = parsed.data.method === "GET" ? undefined : parsed.data.deadline;
+      reply = await runWithDeadline(deadline, () => handler(parsed.data, { logger: log, traceparent }));
     } catch (err) {
       if (!(err instanceof AppError)) log.error({ err }, "rpc handler failed");
       const envelope = toErrorEnvelope(err, { instance, request_id: requestId });
@@ -163,7 +169,7 @@ export function serveRpc(
     }
     if (!msg.reply) return;
     try {
-      respondRpc(msg, reply, requestId, traceparent);
+      respondRpc(msg, reply, requestId, traceparent, (nc.info?.max_payload ?? Infinity) - replyHeaderRoom(requestId));
     } catch (err) {
       // E.g. a reply larger than the broker's max_payload: still answer.
       log.error({ err }, "rpc reply could not be sent");
@@ -221,14 +227,18 @@ export async function drainNats(nc: NatsConnection, timeoutMs = 5000): Promise<v
 
 const EMPTY = new Uint8Array(0);
 
-/** Answers an RPC request (see HEADER_RPC_STATUS for the wire form). */
-export function respondRpc(msg: Msg, reply: RpcReply, requestId: string, traceparent?: string): void {
+/**
+ * Answers an RPC request (see HEADER_RPC_STATUS for the wire form). A list
+ * page larger than `maxBytes` is cut to the rows that fit (reply-size.ts).
+ */
+export function respondRpc(msg: Msg, reply: RpcReply, requestId: string, traceparent?: string, maxBytes = Infinity): void {
   const headers = messageHeaders(requestId, traceparent);
   headers.set(HEADER_RPC_STATUS, String(reply.status));
   const names = Object.keys(reply.headers);
   if (names.length) headers.set(HEADER_RPC_HEADERS, JSON.stringify(reply.headers));
   const { body } = reply;
-  const data = body === undefined ? EMPTY : body instanceof JsonText ? encoder.encode(body.text) : encodeJson(body);
+  let data = body === undefined ? EMPTY : body instanceof JsonText ? encoder.encode(body.text) : encodeJson(body);
+  if (data.length > maxBytes) data = fitListReply(body instanceof JsonText ? JSON.parse(body.text) : body, maxBytes) ?? data;
   msg.respond(data, { headers });
 }
 
@@ -341,8 +351,10 @@ async function requestRpc(
 ): Promise<Msg> {
   let requester = requesters.get(nc);
   if (!requester) requesters.set(nc, (requester = new Requester(nc)));
+  // Writes carry a deadline ahead of the timeout (deadline.ts): none commits after the caller answered 503.
+  const sent = request.deadline === undefined ? { ...request, deadline: rpcDeadline(options.timeoutMs) } : request;
   try {
-    return await requester.request(subject, encodeJson(request), {
+    return await requester.request(subject, encodeJson(sent), {
       timeoutMs: options.timeoutMs,
       headers: messageHeaders(request.request_id, options.traceparent),
     });

@@ -13,6 +13,27 @@ export const Principal = z.object({
 });
 export type Principal = z.infer<typeof Principal>;
 
+/**
+ * Query keys with their values. Unlike z.record, which assigns each key to a
+ * fresh object (so a `__proto__` key sets the prototype and vanishes), this
+ * keeps every own key of the message, `__proto__` and `constructor`
+ * included, so the service can reject it as an unknown query key.
+ */
+const QueryValues = z.unknown().transform((input, ctx): Record<string, string[]> => {
+  if (input === null || typeof input !== "object" || Array.isArray(input)) {
+    ctx.addIssue({ code: "custom", message: "query must be an object" });
+    return z.NEVER;
+  }
+  const entries = Object.entries(input);
+  for (const [, values] of entries) {
+    if (!Array.isArray(values) || !values.every((v) => typeof v === "string")) {
+      ctx.addIssue({ code: "custom", message: "query values must be arrays of strings" });
+      return z.NEVER;
+    }
+  }
+  return Object.fromEntries(entries) as Record<string, string[]>;
+});
+
 export const RpcRequest = z.object({
   request_id: z.string(),
   principal: Principal,
@@ -23,7 +44,7 @@ export const RpcRequest = z.object({
   path: z.string(),
   params: z.record(z.string(), z.string()),
   /** Every query key with all its values, in order: repeats are "any of". */
-  query: z.record(z.string(), z.array(z.string())),
+  query: QueryValues,
   /** Absent on GET, HEAD and DELETE (JSON drops an undefined key). */
   body: z.unknown().optional(),
   /**
@@ -31,6 +52,11 @@ export const RpcRequest = z.object({
    * newest catalog write the gateway knows of (packages/shared/src/consistency.ts).
    */
   catalog_seq: z.number().int().nonnegative().optional(),
+  /**
+   * When the caller stops waiting (epoch ms). A write must not commit after
+   * it: the caller has answered 503 by then, and a retry would duplicate it.
+   */
+  deadline: z.number().int().positive().optional(),
 });
 export type RpcRequest = z.infer<typeof RpcRequest>;
 
@@ -46,6 +72,11 @@ export const RpcReply = z.object({
   status: z.number().int().min(100).max(599),
   headers: z.record(z.string(), z.string()).default({}),
   body: z.unknown().optional(),
+  /**
+   * When the caller stops waiting (epoch ms). A write must not commit after
+   * it: the caller has answered 503 by then, and a retry would duplicate it.
+   */
+  deadline: z.number().int().positive().optional(),
 });
 export type RpcReply = z.infer<typeof RpcReply>;
 

@@ -4,8 +4,9 @@
  * unknown keys). Used by the gateway (generic rules) and by every service.
  */
 import type { z } from "zod";
-import { AppError, badRequest, fieldError, ValidationError, type FieldError } from "./errors.ts";
+import { AppError, badRequest, fieldError, ValidationError, VALIDATION_CODES, type FieldError, type ValidationCode } from "./errors.ts";
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, MAX_ID } from "./contracts/common.ts";
+import { longerThan, OFFSET_MAX, Q_MAX_LENGTH } from "./limits.ts";
 
 export const DETAIL_NOT_JSON = "Request body is not valid JSON";
 export const DETAIL_WRONG_TOP_LEVEL = "Request body could not be decoded as the expected type";
@@ -65,6 +66,20 @@ export function issuesToFields(issues: z.core.$ZodIssue[], input: unknown): Fiel
         const value = valueAt(input, issue.path);
         if (value === undefined) fields.push(fieldError(field, "required", `${field} is required`));
         else fields.push(fieldError(field, "invalid_value", issue.message || `${field} has an invalid value`));
+        break;
+      }
+      case "custom": {
+        // A rule may name its code and params: `params: { code: "too_long", max_bytes: 65536 }`.
+        const { code, ...params } = (issue.params ?? {}) as { code?: unknown } & Record<string, unknown>;
+        const known = typeof code === "string" && (VALIDATION_CODES as readonly string[]).includes(code);
+        fields.push(
+          fieldError(
+            field,
+            known ? (code as ValidationCode) : "invalid_value",
+            issue.message || `${field} has an invalid value`,
+            Object.keys(params).length ? params : undefined,
+          ),
+        );
         break;
       }
       default:
@@ -196,7 +211,7 @@ export class QueryReader {
   page(): { limit: number; offset: number } {
     return {
       limit: this.int("limit", { min: 1, max: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT }),
-      offset: this.int("offset", { min: 0, default: 0 }),
+      offset: this.int("offset", { min: 0, max: OFFSET_MAX, default: 0 }),
     };
   }
 
@@ -214,6 +229,24 @@ export class QueryReader {
       keys.push({ field: name as F, descending });
     }
     return keys.length ? keys : fallback;
+  }
+
+  /**
+   * The `q` substring search (DECISIONS.md): at most Q_MAX_LENGTH characters
+   * (too_long), no NUL (invalid_value); empty means no search.
+   */
+  search(name = "q"): string | undefined {
+    const q = this.one(name);
+    if (q === undefined || q === "") return undefined;
+    if (longerThan(q, Q_MAX_LENGTH)) {
+      this.fail(name, "too_long", `${name} must be at most ${Q_MAX_LENGTH} characters`, { max_length: Q_MAX_LENGTH });
+      return undefined;
+    }
+    if (q.includes("\u0000")) {
+      this.fail(name, "invalid_value", `${name} must not contain NUL characters`);
+      return undefined;
+    }
+    return q;
   }
 
   /** Rejects a sort parameter outright (tree endpoints). */

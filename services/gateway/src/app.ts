@@ -44,7 +44,8 @@ import { allowedMethods, ROUTES, type RouteMethod, type RouteOperation, type Rou
 import type { AuthService } from "./identity/auth-service.ts";
 import type { IdentityStore } from "./identity/identity-store.ts";
 import type { RateLimiter } from "./plugins/rate-limiter.ts";
-import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, unsupportedMediaType } from "./http/http-rules.ts";
+import { answerClientError, answerConnect } from "./http/client-error.ts";
+import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, parseQueryString, unsupportedMediaType } from "./http/http-rules.ts";
 
 export interface GatewayDeps {
   logger: Logger;
@@ -106,6 +107,10 @@ export async function buildGateway(deps: GatewayDeps) {
       disableRequestLogging: (request) => request.url === "/healthz" || request.url === "/readyz",
     }),
     bodyLimit: BODY_LIMIT_BYTES,
+    // Requests the HTTP parser refuses get the envelope too (client-error.ts), and a
+    // missing Host is answered by the onRequest hook below, not by Node's bare 400.
+    clientErrorHandler: answerClientError,
+    http: { requireHostHeader: false },
     exposeHeadRoutes: false,
     // Requests arriving while closing get the spec's envelope (below), not Fastify's.
     return503OnClosing: false,
@@ -129,6 +134,8 @@ export async function buildGateway(deps: GatewayDeps) {
   for (const method of ROUTE_METHODS) {
     if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
+  // CONNECT never reaches a route (Node hands it over as a tunnel): it gets the envelope too.
+  app.server.on("connect", answerConnect);
 
   // Bodies are read raw and decoded by the handler, after the checks above.
   app.removeAllContentTypeParsers();
@@ -151,6 +158,9 @@ export async function buildGateway(deps: GatewayDeps) {
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+      throw badRequest("An HTTP/1.1 request needs a Host header");
+    }
     if (closing) {
       reply.header("connection", "close");
       throw serviceUnavailable("The gateway is shutting down; retry on another instance", 1);
@@ -346,24 +356,17 @@ function fromFrameworkError(err: unknown, method: string): unknown {
   return err;
 }
 
+/** The request path (the envelope's `instance`); an absolute-form target (RFC 9112 3.2.2) loses its scheme and host. */
 function pathOf(request: FastifyRequest): string {
   const index = request.url.indexOf("?");
-  return index === -1 ? request.url : request.url.slice(0, index);
+  const target = index === -1 ? request.url : request.url.slice(0, index);
+  return target.startsWith("/") ? target : target.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]*/, "") || "/";
 }
 
 /** Every query key with all its values; repeats are kept, commas are not split. */
 function queryOf(request: FastifyRequest): Record<string, string[]> {
   const index = request.url.indexOf("?");
-  const out = new Map<string, string[]>();
-  if (index !== -1) {
-    for (const [key, value] of new URLSearchParams(request.url.slice(index + 1))) {
-      const values = out.get(key);
-      if (values) values.push(value);
-      else out.set(key, [value]);
-    }
-  }
-  // fromEntries defines own properties: a `__proto__` key stays a plain key.
-  return Object.fromEntries(out);
+  return index === -1 ? {} : parseQueryString(request.url.slice(index + 1));
 }
 
 /** A service's error envelope carries the gateway's request id. */

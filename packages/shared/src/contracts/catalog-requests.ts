@@ -6,6 +6,15 @@
  */
 import { z } from "zod";
 import { TAG_TYPES } from "./common.ts";
+import { checkJsonValue } from "../json-guard.ts";
+import {
+  DESCRIPTION_MAX_LENGTH,
+  longerThan,
+  METADATA_MAX_BYTES,
+  METADATA_MAX_DEPTH,
+  NAME_MAX_LENGTH,
+  TAGS_PER_CREATE_MAX,
+} from "../limits.ts";
 
 /* ------------------------------------------------------------ external keys */
 
@@ -184,31 +193,91 @@ const noNul = (field: string) => (value: string, ctx: Ctx) => {
   if (value.includes("\u0000")) ctx.addIssue({ code: "custom", message: `${field} must not contain NUL characters` });
 };
 
+/** At most `max` characters (code points): too_long with params.max_length. */
+const maxChars = (field: string, max: number) => (value: string, ctx: Ctx) => {
+  if (longerThan(value, max)) {
+    ctx.addIssue({
+      code: "too_big",
+      origin: "string",
+      maximum: max,
+      inclusive: true,
+      message: `${field} must be at most ${max} characters`,
+    });
+  }
+};
+
 export const nameField = (field = "name") =>
-  z.string().min(1, { error: `${field} must not be empty` }).superRefine(noNul(field));
+  z
+    .string()
+    .min(1, { error: `${field} must not be empty` })
+    .superRefine(maxChars(field, NAME_MAX_LENGTH))
+    .superRefine(noNul(field))
+    .meta({ maxLength: NAME_MAX_LENGTH });
 
 export const descriptionField = () =>
-  z.string().min(1, { error: "description must not be empty (send null to clear it)" }).superRefine(noNul("description"));
+  z
+    .string()
+    .min(1, { error: "description must not be empty (send null to clear it)" })
+    .superRefine(maxChars("description", DESCRIPTION_MAX_LENGTH))
+    .superRefine(noNul("description"))
+    .meta({ maxLength: DESCRIPTION_MAX_LENGTH });
 
-function hasNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\u0000");
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value && typeof value === "object") {
-    return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
+/**
+ * Why a metadata object is refused, checked without recursion: nesting first
+ * (so that nothing recursive ever sees a deep value), then NUL characters
+ * (Postgres jsonb cannot hold them), then the compact JSON size.
+ */
+function metadataProblem(value: object): { message: string; params: Record<string, unknown> } | undefined {
+  if (checkJsonValue({ metadata: value }).some((p) => p.kind === "depth")) {
+    return {
+      message: `metadata nests deeper than ${METADATA_MAX_DEPTH} levels`,
+      params: { code: "invalid_value", max_depth: METADATA_MAX_DEPTH },
+    };
   }
-  return false;
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const item = stack.pop();
+    if (typeof item === "string") {
+      if (item.includes("\u0000")) return { message: "metadata must not contain NUL characters", params: { code: "invalid_value" } };
+    } else if (Array.isArray(item)) {
+      stack.push(...item);
+    } else if (item !== null && typeof item === "object") {
+      for (const [k, v] of Object.entries(item)) {
+        if (k.includes("\u0000")) return { message: "metadata must not contain NUL characters", params: { code: "invalid_value" } };
+        stack.push(v);
+      }
+    }
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(value));
+  if (bytes > METADATA_MAX_BYTES) {
+    return {
+      message: `metadata must be at most ${METADATA_MAX_BYTES} bytes as compact JSON (it is ${bytes})`,
+      params: { code: "too_long", max_bytes: METADATA_MAX_BYTES },
+    };
+  }
+  return undefined;
 }
 
-/** metadata: a JSON object (a scalar, array, boolean or null is invalid_value). */
+/**
+ * metadata: a JSON object (a scalar, array, boolean or null is invalid_value),
+ * at most METADATA_MAX_BYTES as compact JSON and METADATA_MAX_DEPTH deep.
+ */
 export const metadataField = () =>
   z
     .unknown()
     .superRefine((value, ctx) => {
       if (value === null) ctx.addIssue({ code: "custom", message: "metadata must be a JSON object; null is not allowed (send {} to clear it)" });
       else if (typeof value !== "object" || Array.isArray(value)) ctx.addIssue({ code: "custom", message: "metadata must be a JSON object" });
-      else if (hasNul(value)) ctx.addIssue({ code: "custom", message: "metadata must not contain NUL characters" });
+      else {
+        const problem = metadataProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", message: problem.message, params: problem.params });
+      }
     })
-    .meta({ type: "object", additionalProperties: true, description: "Arbitrary JSON object; replaced whole on PATCH" });
+    .meta({
+      type: "object",
+      additionalProperties: true,
+      description: `Arbitrary JSON object; replaced whole on PATCH. At most ${METADATA_MAX_BYTES} bytes as compact JSON, nesting depth at most ${METADATA_MAX_DEPTH}`,
+    });
 
 /* ----------------------------------------------------------------- tags */
 
@@ -267,6 +336,10 @@ export const TagRequest = z
   .meta({ id: "TagRequest" });
 export type TagRequest = z.infer<typeof TagRequest>;
 
+/** Tag requests sent with a create: at most TAGS_PER_CREATE_MAX (too_long, params.max_items). */
+const createTags = () =>
+  z.array(TagRequest).max(TAGS_PER_CREATE_MAX, { error: `tags must hold at most ${TAGS_PER_CREATE_MAX} tag requests` });
+
 /* ---------------------------------------------------------------- assets */
 
 const readOnlyEchoes = {
@@ -292,7 +365,7 @@ export const AssetCreateRequest = z
     metadata: metadataField().optional(),
     valid_from: validityTimestamp("valid_from").optional(),
     valid_to: validityTimestamp("valid_to").nullable().optional(),
-    tags: z.array(TagRequest).optional(),
+    tags: createTags().optional(),
   })
   .strict()
   .meta({ id: "AssetCreateRequest" });
@@ -334,7 +407,7 @@ export const LocationCreateRequest = z
     parent_external_key: externalKey("parent_external_key").nullable().optional(),
     valid_from: validityTimestamp("valid_from").optional(),
     valid_to: validityTimestamp("valid_to").nullable().optional(),
-    tags: z.array(TagRequest).optional(),
+    tags: createTags().optional(),
   })
   .strict()
   .meta({ id: "LocationCreateRequest" });

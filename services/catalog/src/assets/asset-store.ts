@@ -1,7 +1,7 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
 import { unnestColumns, type AssetPositionEvent, type AssetView, type SortKey } from "@whereabouts/shared";
 import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy, type Page } from "../requests/list-query.ts";
 
@@ -182,9 +182,9 @@ function wholeOrgCountKey(orgId: number, f: AssetFilters): string | undefined {
   return `asset:${orgId}:${f.includeDeleted}:${f.isActive ?? "any"}`;
 }
 
-const SORT_COLUMNS: Record<AssetSortField, string> = {
+const SORT_COLUMNS: Record<AssetSortField, string | string[]> = {
   external_key: "a.external_key",
-  name: "a.name",
+  name: nameOrder("a"),
   created_at: "a.created_at",
   updated_at: "a.updated_at",
 };

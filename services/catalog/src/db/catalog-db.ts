@@ -5,6 +5,7 @@
  * stays the description of the tables and their migrations.
  */
 import {
+  checkDeadline,
   sqlExecute,
   sqlQuery,
   sqlQueryOne,
@@ -20,8 +21,20 @@ export type CatalogClient = Pool;
 export type Db = Sql;
 export type Tx = SqlTx;
 
-export function inTransaction<T>(db: CatalogClient, work: (tx: Tx) => Promise<T>): Promise<T> {
-  return sqlTransaction(db, work);
+/**
+ * Runs `work` in a transaction. With a `deadline` (the RPC caller's), the
+ * transaction rolls back with 503 instead of committing once it has passed.
+ */
+export function inTransaction<T>(
+  db: CatalogClient,
+  work: (tx: Tx) => Promise<T>,
+  options: { deadline?: number | undefined } = {},
+): Promise<T> {
+  return sqlTransaction(db, async (tx) => {
+    const result = await work(tx);
+    checkDeadline(options.deadline);
+    return result;
+  });
 }
 
 /** Typed query with positional parameters ($1, $2, ...). */

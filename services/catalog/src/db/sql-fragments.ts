@@ -53,6 +53,13 @@ export const tagRecordJson = (t: string) => `json_build_object(
 export type OwnerType = "asset" | "location";
 
 /**
+ * Sort keys for "by name": the indexed 500-character prefix, then the whole
+ * name (the order of the name itself in a byte-order collation). The prefix
+ * length matches the name indexes of migration 20261124000000.
+ */
+export const nameOrder = (alias: string): string[] => [`left(${alias}.name, 500)`, `${alias}.name`];
+
+/**
  * The embedded tags array of an owner row: active, currently effective, live;
  * by id. The owner lookup sits behind OFFSET 0 so that the only index it can
  * use is the owner index: without statistics (a never-analyzed table) the

@@ -8,6 +8,7 @@ import { ulid } from "ulid";
 import {
   catalogEventSubject,
   CatalogEvent,
+  currentDeadline,
   encodeJson,
   type AssetView,
   type CatalogVerb,
@@ -194,10 +195,14 @@ export function createEventPublisher(deps: {
   return {
     async write(work) {
       const pending: PendingEvent[] = [];
-      const result = await inTransaction(db, (tx) =>
-        work(tx, async (input) => {
-          pending.push(await recordEvent(tx, input));
-        }),
+      // The RPC caller's deadline: past it, the write rolls back rather than commit unseen.
+      const result = await inTransaction(
+        db,
+        (tx) =>
+          work(tx, async (input) => {
+            pending.push(await recordEvent(tx, input));
+          }),
+        { deadline: currentDeadline() },
       );
       if (pending.length) await publishCommitted(pending);
       return result;

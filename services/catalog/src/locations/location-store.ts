@@ -4,7 +4,7 @@
  */
 import type { LocationView, SortKey } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
 
@@ -212,7 +212,7 @@ const TREES: Record<TreeView, { cte: string; order: string }> = {
   children: {
     cte: `WITH rows AS (SELECT c.id, c.name FROM catalog.locations c
         WHERE c.org_id = $1 AND c.parent_id = $2 AND c.deleted_at IS NULL)`,
-    order: "r.name ASC, r.id ASC",
+    order: `${nameOrder("r").map((key) => `${key} ASC`).join(", ")}, r.id ASC`,
   },
   descendants: {
     cte: `WITH RECURSIVE ${SUBTREE}, rows AS (SELECT id, path FROM sub)`,
@@ -276,9 +276,9 @@ function wholeOrgCountKey(orgId: number, f: LocationFilters): string | undefined
   return `location:${orgId}:${f.includeDeleted}:${f.isActive ?? "any"}`;
 }
 
-const SORT_COLUMNS: Record<LocationSortField, string> = {
+const SORT_COLUMNS: Record<LocationSortField, string | string[]> = {
   external_key: "l.external_key",
-  name: "l.name",
+  name: nameOrder("l"),
   created_at: "l.created_at",
 };
 

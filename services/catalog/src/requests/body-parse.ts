@@ -7,9 +7,11 @@
 import type { z } from "zod";
 import {
   badRequest,
+  checkJsonValue,
   DETAIL_WRONG_TOP_LEVEL,
   fieldError,
   issuesToFields,
+  jsonProblemsError,
   toMicrosText,
   parseInstant,
   ValidationError,
@@ -22,8 +24,15 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
+/**
+ * The body as an object, after the checks that must precede any recursive
+ * walk or schema: nesting depth, lone surrogates, non-finite numbers (the
+ * gateway checks the same on the raw text; this holds for any caller).
+ */
 export function requireObject(body: unknown): JsonObject {
   if (!isJsonObject(body)) throw badRequest(DETAIL_WRONG_TOP_LEVEL);
+  const problem = jsonProblemsError(checkJsonValue(body));
+  if (problem) throw problem;
   return body;
 }
 

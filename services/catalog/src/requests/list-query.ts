@@ -37,17 +37,12 @@ export function checkPair(reader: QueryReader, first: string, second: string): v
   }
 }
 
-export function readQ(reader: QueryReader): string | undefined {
-  const q = reader.one("q");
-  if (q !== undefined && q.includes("\u0000")) {
-    reader.fail("q", "invalid_value", "q must not contain NUL characters");
-    return undefined;
-  }
-  return q === "" ? undefined : q;
-}
+/** q: the shared rule (DECISIONS.md: at most 255 characters, no NUL). */
+export const readQ = (reader: QueryReader): string | undefined => reader.search("q");
 
-export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F, string>, idColumn: string): string {
-  const parts = keys.map((k) => `${columns[k.field]} ${k.descending ? "DESC" : "ASC"}`);
+/** A sort field is one column or several expressions (sorted the same way). */
+export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F, string | string[]>, idColumn: string): string {
+  const parts = keys.flatMap((k) => [columns[k.field]].flat().map((c) => `${c} ${k.descending ? "DESC" : "ASC"}`));
   return [...parts, `${idColumn} ASC`].join(", ");
 }
 

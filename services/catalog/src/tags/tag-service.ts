@@ -3,7 +3,7 @@
  * delete), and the tags sent with a create. (tag_type, value) is unique per
  * organization among live tags, across assets and locations together.
  */
-import { conflict, notFound, TagRequest, type TagRecord, type TagView } from "@whereabouts/shared";
+import { conflict, notFound, TagRequest, TAGS_PER_OWNER_MAX, type TagRecord, type TagView } from "@whereabouts/shared";
 import { queryOne, uniqueViolation, type Db } from "../db/catalog-db.ts";
 import type { OwnerType } from "../db/sql-fragments.ts";
 import type { Emit, EventPublisher } from "../events/event-outbox.ts";
@@ -21,14 +21,40 @@ const OWNER_NAME: Record<OwnerType, string> = { asset: "Asset", location: "Locat
 
 export const ownerNotFound = (owner: OwnerType, id: number) => notFound(`${OWNER_NAME[owner]} ${id} not found`);
 
-/** Locks a live owner against a concurrent delete; 404 when it is not live. */
-export async function lockOwner(db: Db, orgId: number, owner: OwnerType, ownerId: number): Promise<void> {
+/**
+ * Locks a live owner against a concurrent delete; 404 when it is not live.
+ * Attaching takes the stronger lock, so that concurrent attaches to one owner
+ * count its tags one after the other.
+ */
+export async function lockOwner(
+  db: Db,
+  orgId: number,
+  owner: OwnerType,
+  ownerId: number,
+  mode: "SHARE" | "NO KEY UPDATE" = "SHARE",
+): Promise<void> {
   const row = await queryOne<{ id: number }>(
     db,
-    `SELECT id FROM ${OWNER_TABLE[owner]} WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE`,
+    `SELECT id FROM ${OWNER_TABLE[owner]} WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL FOR ${mode}`,
     [orgId, ownerId],
   );
   if (!row) throw ownerNotFound(owner, ownerId);
+}
+
+/** DECISIONS.md: an owner holds at most TAGS_PER_OWNER_MAX live tags in all; beyond is 409. */
+async function checkTagRoom(tx: Db, orgId: number, owner: OwnerType, ownerId: number, adding: number): Promise<void> {
+  const row = await queryOne<{ n: number }>(
+    tx,
+    `SELECT count(*)::int AS n FROM catalog.tags
+      WHERE org_id = $1 AND owner_type = $2 AND owner_id = $3 AND deleted_at IS NULL`,
+    [orgId, owner, ownerId],
+  );
+  if (row!.n + adding > TAGS_PER_OWNER_MAX) {
+    throw conflict(
+      `${OWNER_NAME[owner]} ${ownerId} already has ${row!.n} live tags; ${owner === "asset" ? "an asset" : "a location"} may hold at most ${TAGS_PER_OWNER_MAX} ` +
+        "(detach one before attaching another)",
+    );
+  }
 }
 
 /** Inserts tags for an owner inside the caller's transaction, emitting `attached`. */
@@ -40,6 +66,7 @@ export async function attachTags(
   ownerId: number,
   tags: TagRequest[],
 ): Promise<TagRecord[]> {
+  await checkTagRoom(tx, orgId, owner, ownerId, tags.length);
   const out: TagRecord[] = [];
   for (const tag of tags) {
     let row;
@@ -78,7 +105,7 @@ export function createTagService(deps: { events: EventPublisher }) {
       throwIfAny(parsed.fields);
       const request = parsed.data!;
       return events.write(async (tx, emit) => {
-        await lockOwner(tx, orgId, owner, ownerId);
+        await lockOwner(tx, orgId, owner, ownerId, "NO KEY UPDATE");
         const [record] = await attachTags(tx, emit, orgId, owner, ownerId, [request]);
         return tagView(record!);
       });

@@ -64,7 +64,7 @@ export function parseReportQuery(query: Record<string, string[]>): ReportQuery {
   const assetIds = reader.ids("asset_id");
   const assetExternalKeys = externalKeys(reader, "asset_external_key");
   const includeDeleted = reader.bool("include_deleted") ?? false;
-  const q = reader.one("q");
+  const q = reader.search("q");
   const sort = reader.sort(REPORT_SORT_FIELDS, DEFAULT_REPORT_SORT);
   const { limit, offset } = reader.page();
   reader.finish();
@@ -74,7 +74,7 @@ export function parseReportQuery(query: Record<string, string[]>): ReportQuery {
     locationIds,
     locationExternalKeys,
     includeDeleted,
-    q: q === "" ? undefined : q,
+    q,
     sort,
     limit,
     offset,
