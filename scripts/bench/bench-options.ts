@@ -89,7 +89,7 @@ export const QUICK_PROFILE: BenchProfile = {
   zephyrEvery: 100,
   historyRows: 5000,
   seedConcurrency: 32,
-  apiSeconds: 4,
+  apiSeconds: 3,
   warmupSeconds: 1,
   connections: 32,
   latencyConnections: 4,

@@ -11,10 +11,10 @@
  * `create-asset` case instead. `--api-seed` uses the API path anyway.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
-import pg from "pg";
 import { CatalogEvent, catalogEventSubject, encodeJson } from "@whereabouts/shared";
 import type { CatalogSeed } from "./catalog-seed.ts";
 import { publishAll } from "./scan-publisher.ts";
+import { connectSql } from "./sql-client.ts";
 
 interface InsertedRow {
   id: number;
@@ -42,8 +42,7 @@ export async function bulkSeedCatalog(o: {
   // One instant for every row, at the catalog's millisecond precision.
   const at = new Date(Math.floor(Date.now()));
   const atWire = at.toISOString();
-  const client = new pg.Client({ connectionString: o.databaseUrl });
-  await client.connect();
+  const client = await connectSql(o.databaseUrl);
   let locations: InsertedRow[];
   let assets: InsertedRow[];
   let tags: InsertedTag[];

@@ -18,6 +18,8 @@ export interface CompletionTimes {
   counters?: number;
   all: number;
   counterSnapshot?: IngestCounters;
+  /** Polls that failed (a 503 while the services are busy) and were retried. */
+  pollErrors: number;
 }
 
 export interface CompletionWatch {
@@ -40,6 +42,14 @@ export async function waitForIngest(
   let counterSnapshot: IngestCounters | undefined;
   const wantCounters = watch.nc !== undefined && expect.readsRecordedAtLeast !== undefined;
   const deadline = Date.now() + expect.timeoutMs;
+  let pollErrors = 0;
+  let lastError = "";
+  // A failed poll is retried until the deadline: busy services may answer 503.
+  const attempt = (check: Promise<void>) =>
+    check.catch((err: unknown) => {
+      pollErrors++;
+      lastError = err instanceof Error ? err.message : String(err);
+    });
   for (;;) {
     const checks: Array<Promise<void>> = [];
     if (seen.report === undefined) {
@@ -73,16 +83,17 @@ export async function waitForIngest(
         }),
       );
     }
-    await Promise.all(checks);
+    await Promise.all(checks.map(attempt));
     const { report, position, history, counters } = seen;
     if (report !== undefined && position !== undefined && history !== undefined && (!wantCounters || counters !== undefined)) {
-      return { report, position, history, counters, all: Math.max(report, position, history, counters ?? 0), counterSnapshot };
+      return { report, position, history, counters, all: Math.max(report, position, history, counters ?? 0), counterSnapshot, pollErrors };
     }
     if (Date.now() > deadline) {
       const effects: Array<keyof typeof seen> = ["report", "position", "history", ...(wantCounters ? (["counters"] as const) : [])];
       const missing = effects.filter((k) => seen[k] === undefined);
       const recorded = counterSnapshot ? ` (tracking recorded ${counterSnapshot.readsRecorded} of ${expect.readsRecordedAtLeast} reads)` : "";
-      throw new Error(`ingest effects not visible within ${expect.timeoutMs / 1000} s: ${missing.join(", ")} still behind${recorded}`);
+      const failing = pollErrors ? `; ${pollErrors} polls failed, last: ${lastError}` : "";
+      throw new Error(`ingest effects not visible within ${expect.timeoutMs / 1000} s: ${missing.join(", ")} still behind${recorded}${failing}`);
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }

@@ -95,6 +95,7 @@ export function ingestDetails(run: IngestRun): Record<string, unknown> {
       all: since(run.visible.all),
     },
     tracking_counters_delta: run.counters,
+    completion_poll_errors: run.visible.pollErrors,
   };
 }
 

@@ -5,7 +5,8 @@
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import os from "node:os";
-import pg from "pg";
+import type pg from "pg";
+import { connectSql } from "./sql-client.ts";
 
 export interface MachineInfo {
   nproc: number;
@@ -28,15 +29,15 @@ async function cpuModel(): Promise<string> {
 
 async function postgresVersion(databaseUrl: string | undefined): Promise<string> {
   if (!databaseUrl) return "unknown (no database URL)";
-  const client = new pg.Client({ connectionString: databaseUrl });
+  let client: pg.Client | undefined;
   try {
-    await client.connect();
+    client = await connectSql(databaseUrl);
     const { rows } = await client.query<{ server_version: string }>("SHOW server_version");
     return rows[0]?.server_version ?? "unknown";
   } catch (err) {
     return `unknown (${(err as Error).message})`;
   } finally {
-    await client.end().catch(() => undefined);
+    await client?.end().catch(() => undefined);
   }
 }
 

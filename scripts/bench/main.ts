@@ -38,6 +38,15 @@ const onSignal = (signal: NodeJS.Signals) => {
 };
 process.on("SIGINT", onSignal);
 process.on("SIGTERM", onSignal);
+// A bug must not leave processes and a database behind either.
+const onCrash = (err: unknown) => {
+  log(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  if (stopping) return;
+  stopping = true;
+  void teardown.run(log).finally(() => process.exit(1));
+};
+process.on("uncaughtException", onCrash);
+process.on("unhandledRejection", onCrash);
 
 function summarize(row: CaseRow): string {
   if (row.status !== "ok") return `${row.status}: ${row.note ?? ""}`;

@@ -28,8 +28,11 @@ export function formatMet(met: boolean | undefined, status: CaseRow["status"]): 
   return met ? "yes" : "no";
 }
 
+/** Long texts (a failure's message) are cut in the table; the JSON keeps them whole. */
+export const clip = (text: string, max = 60) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 export function rowCells(row: CaseRow): string[] {
-  const value = row.rate ? formatRate(row.rate.value, row.rate.unit) : (row.summary ?? (row.status === "ok" ? "-" : (row.note ?? "-")));
+  const value = row.rate ? formatRate(row.rate.value, row.rate.unit) : clip(row.summary ?? (row.status === "ok" ? "-" : (row.note ?? "-")));
   return [
     row.name,
     value,

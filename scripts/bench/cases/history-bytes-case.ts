@@ -3,9 +3,9 @@
  * pg_total_relation_size('tracking.history') / rows, as the table stands
  * after the run's scans (no VACUUM first; the table is insert-only).
  */
-import pg from "pg";
 import { atMost, skippedRow } from "../bench-case.ts";
 import type { BenchCase } from "../bench-context.ts";
+import { connectSql } from "../sql-client.ts";
 
 const target = { text: "≤100 B/row", criteria: [atMost("bytes_per_row", 100)] };
 
@@ -21,8 +21,7 @@ export const historyBytesCase: BenchCase = {
   target,
   async run(ctx) {
     if (!ctx.databaseUrl) return [skippedRow("history-bytes", target, "no database (set BASELINE_DATABASE_URL)")];
-    const client = new pg.Client({ connectionString: ctx.databaseUrl });
-    await client.connect();
+    const client = await connectSql(ctx.databaseUrl);
     try {
       const { rows } = await client.query<SizeRow>(
         `SELECT (SELECT count(*) FROM tracking.history)::bigint AS rows,

@@ -31,6 +31,8 @@ export const soakCase: BenchCase = {
       windowSeconds: profile.soakWindowSeconds,
     });
     let counters: IngestCounters | undefined;
+    let completionPollErrors = 0;
+    let drainFailure: string | undefined;
     let publishErrors = 0;
     let reads = 0;
     const readsByWindow: number[] = [];
@@ -49,8 +51,12 @@ export const soakCase: BenchCase = {
         readsByWindow[w] = (readsByWindow[w] ?? 0) + last.assets.length;
         return ingest.js.publish(last.subject, last.data).catch(() => void publishErrors++);
       }, undefined, PUBLISH_WINDOW);
+      // The API figures stand even when the scan backlog does not drain in time: that is one more error.
       if (last) {
-        await waitForIngest(ctx.watch, last, { readsRecordedAtLeast: before.readsRecorded + reads, timeoutMs: profile.completionTimeoutMs });
+        await waitForIngest(ctx.watch, last, { readsRecordedAtLeast: before.readsRecorded + reads, timeoutMs: profile.completionTimeoutMs }).then(
+          (done) => void (completionPollErrors = done.pollErrors),
+          (err: unknown) => void (drainFailure = err instanceof Error ? err.message : String(err)),
+        );
       }
       counters = countersDelta(before, await readIngestCounters(ingest.nc, ctx.orgId));
     }
@@ -70,9 +76,16 @@ export const soakCase: BenchCase = {
     return [
       rowFromLoad("soak", target, report, {
         metrics: { status_5xx: status5xx },
-        errors: report.errors + publishErrors + (counters ? counters.deadLettered + counters.tagsUnresolved : 0),
-        note: ingest ? undefined : "no NATS: API load only",
-        details: { windows, scan_reads: reads, scan_publish_errors: publishErrors, tracking_counters_delta: counters },
+        errors: report.errors + publishErrors + (counters ? counters.deadLettered + counters.tagsUnresolved : 0) + (drainFailure ? 1 : 0),
+        note: drainFailure ?? (ingest ? undefined : "no NATS: API load only"),
+        details: {
+          windows,
+          scan_reads: reads,
+          scan_publish_errors: publishErrors,
+          tracking_counters_delta: counters,
+          completion_poll_errors: completionPollErrors,
+          scan_drain_failure: drainFailure,
+        },
       }),
     ];
   },
