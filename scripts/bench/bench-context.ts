@@ -14,7 +14,7 @@ import type { CompletionWatch } from "./ingest-completion.ts";
 import type { LoadGenerator } from "./load-generator.ts";
 import type { LoadReport } from "./load-runner.ts";
 import type { RssSampler } from "./rss-sampler.ts";
-import type { AssetRoles, FleetModel, ScanFactory } from "./scan-workload.ts";
+import type { AssetRoles, FleetModel, MarkerScans, ScanFactory } from "./scan-workload.ts";
 
 export interface IngestAccess {
   nc: NatsConnection;
@@ -32,6 +32,8 @@ export interface BenchContext {
   roles: AssetRoles;
   fleet: FleetModel;
   scans: ScanFactory;
+  /** The end-of-run marker events the ingest cases finish with. */
+  markers: MarkerScans;
   /** Absent when no NATS is reachable (BASE_URL without NATS_URL). */
   ingest?: IngestAccess;
   watch: CompletionWatch;

@@ -18,7 +18,7 @@ import { runIngest } from "./ingest-run.ts";
 import type { LoadGenerator } from "./load-generator.ts";
 import { startPrivateStack, type RunningStack } from "./private-stack.ts";
 import { startRssSampler } from "./rss-sampler.ts";
-import { assignRoles, FleetModel, placementScans, ScanClock, ScanFactory } from "./scan-workload.ts";
+import { assignRoles, FleetModel, MarkerScans, placementScans, ScanClock, ScanFactory } from "./scan-workload.ts";
 import type { Teardown } from "./teardown.ts";
 
 /** Assets kept out of the scan traffic for the visibility probes. */
@@ -34,9 +34,13 @@ export interface StackAccess {
   processes?: RunningStack["processes"];
 }
 
-export async function acquireStack(options: BenchOptions, teardown: Teardown, log: (m: string) => void): Promise<StackAccess> {
+export async function acquireStack(
+  options: BenchOptions,
+  o: { serviceLog: string; teardown: Teardown; log: (m: string) => void },
+): Promise<StackAccess> {
+  const { teardown, log } = o;
   if (!options.external) {
-    const stack = await startPrivateStack({ keep: options.keep, teardown, log });
+    const stack = await startPrivateStack({ keep: options.keep, serviceLog: o.serviceLog, teardown, log });
     return { mode: "private", ...stack };
   }
   const { baseUrl, apiKey, natsUrl, databaseUrl } = options.external;
@@ -95,9 +99,11 @@ export async function prepareContext(o: {
   const fleet = new FleetModel(roles.pool, seed.locations);
   // Observation times start three days back and advance 1 ms per event.
   const scans = new ScanFactory(stack.orgId, runId, new ScanClock(Date.now() - 3 * 24 * 3600 * 1000));
+  const markers = new MarkerScans(roles.marker, [seed.locations[0]!, seed.locations[1] ?? seed.locations[0]!], scans);
+  const scope = { watch, orgId: stack.orgId, markers };
 
   if (ingest) {
-    const placement = await runIngest({ watch, orgId: stack.orgId }, ingest, placementScans(fleet, scans), {
+    const placement = await runIngest(scope, ingest, placementScans(fleet, scans), {
       timeoutMs: profile.completionTimeoutMs,
     });
     log(`placed ${placement.reads} pool assets at their first location (${Math.round(placement.readsPerSecond)} reads/s)`);
@@ -106,7 +112,7 @@ export async function prepareContext(o: {
     if (options.cases.includes("history")) {
       const [a, b] = [seed.locations[0]!, seed.locations[1] ?? seed.locations[0]!];
       const events = Array.from({ length: profile.historyRows }, (_, i) => scans.build(i % 2 ? b : a, [roles.history]));
-      const history = await runIngest({ watch, orgId: stack.orgId }, ingest, events, { timeoutMs: profile.completionTimeoutMs });
+      const history = await runIngest(scope, ingest, events, { timeoutMs: profile.completionTimeoutMs });
       const seconds = (history.visible.all - history.startedAt) / 1000;
       log(`seeded ${history.reads} history rows for asset ${roles.history.id} in ${seconds.toFixed(1)} s`);
       setup.history_seed = { asset_id: roles.history.id, rows: history.reads, seconds };
@@ -127,6 +133,7 @@ export async function prepareContext(o: {
     roles,
     fleet,
     scans,
+    markers,
     ingest,
     watch,
     databaseUrl: stack.databaseUrl,

@@ -1,9 +1,11 @@
 /**
- * When has ingestion caught up? The last event published is the marker: the
- * benchmark polls the public API until all three of its effects show (the
- * report's asset_last_seen of every marker asset, an asset's position, its
- * newest history row) and, where NATS is reachable, until tracking's
- * counters have recorded every read published. Never a fixed sleep.
+ * When has ingestion caught up? The last event published is the marker (see
+ * MarkerScans): the benchmark polls the public API until all three of its
+ * effects show (the report's asset_last_seen and location, the asset's
+ * position, its newest history row) and, where NATS is reachable, until
+ * tracking's counters have recorded every read published. Never a fixed
+ * sleep. The marker must change its asset's position, or the position
+ * check would pass at once.
  */
 import { AssetReply, HistoryPage, ReportPage, type ApiClient } from "./api-client.ts";
 import type { BuiltScan } from "./scan-workload.ts";

@@ -1,9 +1,10 @@
 /**
  * One stretch of scan ingestion: publish a list of events (paced at a rate,
- * or as fast as acks allow), then wait until the last one's effects show
- * through the API. Returns the times and tracking's counter deltas, so the
- * cases can state reads/s from first publish to visible and count every
- * read that was dead-lettered, unresolved or never published.
+ * or as fast as acks allow), then a marker event, and wait until the
+ * marker's effects show through the API. Returns the times and tracking's
+ * counter deltas, so the cases can state reads/s from first publish to
+ * visible and count every read that was dead-lettered, unresolved or never
+ * published.
  */
 import type { BenchContext, IngestAccess } from "./bench-context.ts";
 import { waitForIngest, type CompletionTimes } from "./ingest-completion.ts";
@@ -29,8 +30,21 @@ export interface IngestRun {
   readsPerSecond: number;
 }
 
+export type IngestScope = Pick<BenchContext, "watch" | "orgId" | "markers">;
+
+/**
+ * Publishes the marker after everything else and waits until it, and so
+ * all before it, is visible; `readsBefore` + `reads` is what tracking's
+ * counter must reach before the marker (which adds one).
+ */
+export async function drainWithMarker(scope: IngestScope, ingest: IngestAccess, expectReads: number, timeoutMs: number): Promise<CompletionTimes> {
+  const marker = scope.markers.next();
+  await ingest.js.publish(marker.subject, marker.data);
+  return waitForIngest(scope.watch, marker, { readsRecordedAtLeast: expectReads + marker.assets.length, timeoutMs });
+}
+
 export async function runIngest(
-  ctx: Pick<BenchContext, "watch" | "orgId">,
+  ctx: IngestScope,
   ingest: IngestAccess,
   scans: readonly BuiltScan[],
   o: { eventsPerSecond?: number; timeoutMs: number },
@@ -57,10 +71,7 @@ export async function runIngest(
     await publishAll(ingest.js, scans, 2000);
   }
   const publishedAt = Date.now();
-  const visible = await waitForIngest(ctx.watch, scans[scans.length - 1]!, {
-    readsRecordedAtLeast: before.readsRecorded + reads,
-    timeoutMs: o.timeoutMs,
-  });
+  const visible = await drainWithMarker(ctx, ingest, before.readsRecorded + reads, o.timeoutMs);
   const after = await readIngestCounters(ingest.nc, ctx.orgId);
   return {
     events: scans.length,

@@ -15,7 +15,7 @@ import { CASES, COMPARED_TO_BASELINE } from "./case-registry.ts";
 import { startLoadGenerator } from "./load-generator.ts";
 import { describeMachine, formatMachine } from "./machine-info.ts";
 import { formatMs, formatResultsTable } from "./results-table.ts";
-import { defaultResultsFile, writeResults } from "./results-file.ts";
+import { countLogLevels, defaultResultsFile, serviceLogFile, writeResults } from "./results-file.ts";
 import { createTeardown } from "./teardown.ts";
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -64,7 +64,9 @@ async function main(): Promise<number> {
   options = { ...options, cases };
   log(`profile ${options.profile.name}; cases: ${cases.join(", ")}`);
 
-  const stack = await acquireStack(options, teardown, log);
+  const resultsFile = options.jsonFile ?? defaultResultsFile(startedAt);
+  const serviceLog = serviceLogFile(resultsFile);
+  const stack = await acquireStack(options, { serviceLog, teardown, log });
   const machine = await describeMachine(stack.databaseUrl);
   log(formatMachine(machine).replace(/\n/g, "; "));
   const load = startLoadGenerator(teardown);
@@ -104,8 +106,10 @@ async function main(): Promise<number> {
   console.log(formatResultsTable(rows));
   const notes = rows.filter((r) => r.note && r.status === "ok").map((r) => `  ${r.name}: ${r.note}`);
   if (notes.length) console.log(`\nnotes:\n${notes.join("\n")}`);
+  const logged = stack.mode === "private" ? await countLogLevels(serviceLog) : undefined;
+  if (logged) console.log(`\nservice logs: ${logged.errors} error lines, ${logged.warnings} warnings (${serviceLog})`);
 
-  const file = await writeResults(options.jsonFile ?? defaultResultsFile(startedAt), {
+  const file = await writeResults(resultsFile, {
     started_at: startedAt.toISOString(),
     seconds: Math.round(seconds),
     profile: options.profile,
@@ -113,6 +117,7 @@ async function main(): Promise<number> {
     stack: { mode: stack.mode, base_url: stack.baseUrl, nats_url: stack.natsUrl ?? null },
     machine,
     setup,
+    service_log: logged ? { file: serviceLog, ...logged } : null,
     results: rows,
   });
   log(`results written to ${file}`);

@@ -7,6 +7,7 @@
  * come from the admin CLI's own code.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { connectNats, createLogger, ensureStreams, repoRoot } from "@whereabouts/shared";
@@ -67,7 +68,13 @@ async function waitReady(baseUrl: string, processes: Map<StackProcess, ChildProc
   }
 }
 
-export async function startPrivateStack(options: { keep: boolean; teardown: Teardown; log: (m: string) => void }): Promise<RunningStack> {
+export async function startPrivateStack(options: {
+  keep: boolean;
+  /** Where the processes' own log lines (warn and above) go. */
+  serviceLog: string;
+  teardown: Teardown;
+  log: (m: string) => void;
+}): Promise<RunningStack> {
   const { teardown, log } = options;
   const db = await createTestDatabase("bench");
   teardown.add("database", async () => {
@@ -76,7 +83,7 @@ export async function startPrivateStack(options: { keep: boolean; teardown: Tear
   });
   const nats = await startTestNats();
   teardown.add("nats-server", () => nats.destroy());
-  log(`database ${db.url}, nats ${nats.url}`);
+  log(`database ${db.url}, nats ${nats.url}, service logs ${options.serviceLog}`);
 
   await migrateAll({ DATABASE_URL: db.url }, () => undefined);
   const nc = await connectNats({ url: nats.url, name: "bench-setup", logger: createLogger("bench", "silent") });
@@ -99,17 +106,21 @@ export async function startPrivateStack(options: { keep: boolean; teardown: Tear
   for (const name of ["GATEWAY", "CATALOG", "TRACKING", "REPORTING"]) delete env[`${name}_DATABASE_URL`];
   delete env.REDIS_URL;
 
+  mkdirSync(path.dirname(options.serviceLog), { recursive: true });
+  const logFd = openSync(options.serviceLog, "a");
   const processes = new Map<StackProcess, ChildProcess>();
   teardown.add("services", async () => {
     await Promise.all([...processes.values()].map((child) => stopChild(child)));
+    closeSync(logFd);
   });
   for (const name of STACK_PROCESSES) {
     const entry = path.join(repoRoot, "services", name, "src", "main.ts");
     // As scripts/start.ts runs them, plus a process title: on a shared machine a
     // `pkill -f services/<name>/src/main.ts` meant for another stack must not
-    // stop this one mid-run. stdout to our stderr: the table owns stdout.
+    // stop this one mid-run. Their logs go to a file: stdout is the table's,
+    // stderr the progress lines'.
     const args = [`--title=whereabouts-bench-${name}`, "--import", "tsx", entry];
-    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", 2, 2] });
+    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] });
     processes.set(name, child);
   }
   await waitReady(baseUrl, processes);

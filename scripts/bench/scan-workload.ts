@@ -151,20 +151,43 @@ export class ScanFactory {
   }
 }
 
-/** The assets the ingest cases move about, and the few kept aside for probes and history. */
+/** The assets the ingest cases move about, and the few kept aside for probes, history and markers. */
 export interface AssetRoles {
   pool: SeededAsset[];
   probes: SeededAsset[];
   history: SeededAsset;
+  marker: SeededAsset;
 }
 
 export function assignRoles(seed: CatalogSeed, probes: number): AssetRoles {
   const assets = seed.assets;
   return {
     history: assets[0]!,
-    probes: assets.slice(1, 1 + probes),
-    pool: assets.slice(1 + probes),
+    marker: assets[1]!,
+    probes: assets.slice(2, 2 + probes),
+    pool: assets.slice(2 + probes),
   };
+}
+
+/**
+ * The end-of-run marker: one read of an asset no other traffic touches,
+ * moving it to the location it is not at (it flips between two), at a time
+ * later than every scan before it. Its position, report row and history can
+ * only show it once this very event went through every stage; stages
+ * process in order, so everything published before it went through too.
+ */
+export class MarkerScans {
+  private at = -1;
+  constructor(
+    private readonly asset: SeededAsset,
+    private readonly locations: readonly [SeededLocation, SeededLocation],
+    private readonly factory: ScanFactory,
+  ) {}
+
+  next(): BuiltScan {
+    this.at = this.at === 0 ? 1 : 0;
+    return this.factory.build(this.locations[this.at]!, [this.asset]);
+  }
 }
 
 /** Pool assets spread evenly over the locations, one event per location (not timed). */

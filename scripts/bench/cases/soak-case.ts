@@ -6,11 +6,10 @@
  */
 import { below, atMost } from "../bench-case.ts";
 import { rowFromLoad, type BenchCase } from "../bench-context.ts";
-import { waitForIngest } from "../ingest-completion.ts";
-import { PUBLISH_WINDOW } from "../ingest-run.ts";
+import { drainWithMarker, PUBLISH_WINDOW } from "../ingest-run.ts";
 import { formatMs } from "../results-table.ts";
 import { paced } from "../scan-publisher.ts";
-import { TAGS_PER_EVENT, type BuiltScan } from "../scan-workload.ts";
+import { TAGS_PER_EVENT } from "../scan-workload.ts";
 import { countersDelta, readIngestCounters, type IngestCounters } from "../tracking-counters.ts";
 
 const target = { text: "0 5xx, p99 < 50 ms", criteria: [atMost("status_5xx", 0), below("p99", 50)] };
@@ -39,21 +38,20 @@ export const soakCase: BenchCase = {
     const ingest = ctx.ingest;
     if (ingest) {
       const before = await readIngestCounters(ingest.nc, ctx.orgId);
-      let last: BuiltScan | undefined;
       await paced(profile.soakReadsPerSecond / TAGS_PER_EVENT, profile.soakSeconds, () => {
         const steady = ctx.fleet.steadyReads();
-        last = ctx.scans.build(
+        const scan = ctx.scans.build(
           ctx.fleet.locations[steady.location]!,
           steady.assets.map((a) => ctx.fleet.assets[a]!),
         );
-        reads += last.assets.length;
+        reads += scan.assets.length;
         const w = Math.floor((Date.now() - startedAt) / 1000 / profile.soakWindowSeconds);
-        readsByWindow[w] = (readsByWindow[w] ?? 0) + last.assets.length;
-        return ingest.js.publish(last.subject, last.data).catch(() => void publishErrors++);
+        readsByWindow[w] = (readsByWindow[w] ?? 0) + scan.assets.length;
+        return ingest.js.publish(scan.subject, scan.data).catch(() => void publishErrors++);
       }, undefined, PUBLISH_WINDOW);
       // The API figures stand even when the scan backlog does not drain in time: that is one more error.
-      if (last) {
-        await waitForIngest(ctx.watch, last, { readsRecordedAtLeast: before.readsRecorded + reads, timeoutMs: profile.completionTimeoutMs }).then(
+      if (reads > 0) {
+        await drainWithMarker(ctx, ingest, before.readsRecorded + reads, profile.completionTimeoutMs).then(
           (done) => void (completionPollErrors = done.pollErrors),
           (err: unknown) => void (drainFailure = err instanceof Error ? err.message : String(err)),
         );

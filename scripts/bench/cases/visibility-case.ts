@@ -9,8 +9,7 @@
 import { below, skippedRow } from "../bench-case.ts";
 import { AssetReply } from "../api-client.ts";
 import type { BenchCase } from "../bench-context.ts";
-import { waitForIngest } from "../ingest-completion.ts";
-import { PUBLISH_WINDOW } from "../ingest-run.ts";
+import { drainWithMarker, PUBLISH_WINDOW } from "../ingest-run.ts";
 import { summarizeLatencies } from "../latency-stats.ts";
 import { paced } from "../scan-publisher.ts";
 import { TAGS_PER_EVENT, type BuiltScan } from "../scan-workload.ts";
@@ -42,7 +41,6 @@ export const visibilityCase: BenchCase = {
     let publishErrors = 0;
     let probesSkipped = 0;
     let reads = 0;
-    let last: BuiltScan | undefined;
 
     const probe = (scan: BuiltScan, probeId: number, state: ProbeState, locationIndex: number) => {
       const t0 = performance.now();
@@ -88,23 +86,23 @@ export const visibilityCase: BenchCase = {
           const [probeId, state] = free;
           state.busy = true;
           const probeAsset = ctx.roles.probes.find((a) => a.id === probeId)!;
-          last = scans.build(fleet.locations[repeats.location]!, [...repeats.assets.map((a) => fleet.assets[a]!), probeAsset]);
-          reads += last.assets.length;
-          return probe(last, probeId, state, repeats.location);
+          const scan = scans.build(fleet.locations[repeats.location]!, [...repeats.assets.map((a) => fleet.assets[a]!), probeAsset]);
+          reads += scan.assets.length;
+          return probe(scan, probeId, state, repeats.location);
         }
         probesSkipped++;
       }
       const steady = fleet.steadyReads();
-      last = scans.build(
+      const scan = scans.build(
         fleet.locations[steady.location]!,
         steady.assets.map((a) => fleet.assets[a]!),
       );
-      reads += last.assets.length;
-      return ingest.js.publish(last.subject, last.data).catch(() => void publishErrors++);
+      reads += scan.assets.length;
+      return ingest.js.publish(scan.subject, scan.data).catch(() => void publishErrors++);
     }, undefined, PUBLISH_WINDOW);
     const publishedAt = Date.now();
     await Promise.all(polls);
-    await waitForIngest(ctx.watch, last!, { readsRecordedAtLeast: before.readsRecorded + reads, timeoutMs: profile.completionTimeoutMs });
+    await drainWithMarker(ctx, ingest, before.readsRecorded + reads, profile.completionTimeoutMs);
     const counters = countersDelta(before, await readIngestCounters(ingest.nc, ctx.orgId));
     return [
       {
