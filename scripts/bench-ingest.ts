@@ -18,7 +18,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { openSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { jetstream, type JetStreamClient, type PubAck } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import {
   CatalogEvent,
   catalogEventSubject,
@@ -34,6 +34,8 @@ import {
 import { createTestDatabase, startTestNats } from "@whereabouts/shared/testing";
 import pg from "pg";
 import { migrateAll } from "./migrate.ts";
+import { percentile } from "./bench/latency-stats.ts";
+import { paced, publishAll } from "./bench/scan-publisher.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -120,18 +122,6 @@ async function stopTrackingProcess(): Promise<void> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Publishes with at most `window` acks outstanding. */
-async function publishAll(js: JetStreamClient, items: Iterable<{ subject: string; data: Uint8Array; msgID?: string }>, window = 2000) {
-  const inFlight = new Set<Promise<PubAck>>();
-  for (const item of items) {
-    const p = js.publish(item.subject, item.data, item.msgID ? { msgID: item.msgID } : undefined);
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
-    if (inFlight.size >= window) await Promise.race(inFlight);
-  }
-  await Promise.all(inFlight);
-}
-
 function* catalogEvents() {
   let n = 0;
   const event = (entity: "asset" | "location" | "tag", id: number, data: unknown) =>
@@ -195,28 +185,6 @@ async function waitForReads(nc: NatsConnection, target: number, timeoutMs: numbe
     await sleep(20);
   }
 }
-
-/** Publishes `perSecond` events a second for `seconds`, in 20 ms ticks; returns how many. */
-async function paced(perSecond: number, seconds: number, send: (n: number) => Promise<unknown>): Promise<number> {
-  const tickMs = 20;
-  const start = Date.now();
-  let owed = 0;
-  let sent = 0;
-  while (Date.now() - start < seconds * 1000) {
-    owed += perSecond * (tickMs / 1000);
-    const acks: Array<Promise<unknown>> = [];
-    while (owed >= 1) {
-      owed--;
-      acks.push(send(++sent));
-    }
-    await Promise.all(acks);
-    const next = start + Math.ceil((Date.now() - start + 1) / tickMs) * tickMs;
-    await sleep(Math.max(0, next - Date.now()));
-  }
-  return sent;
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 try {
   await migrateAll({ DATABASE_URL: db.url }, () => undefined);

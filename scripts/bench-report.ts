@@ -32,6 +32,7 @@ import { createReportStore } from "../services/reporting/src/report/report-store
 import { REPORTING_CONSUMERS } from "../services/reporting/src/handlers/stream-consumers.ts";
 import { createReportingDb } from "../services/reporting/src/reporting-db.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { percentile } from "./bench/latency-stats.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -71,8 +72,6 @@ function toQuery(text: string): Record<string, string[]> {
   return out;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-
 async function measure(fn: () => Promise<unknown>): Promise<{ p50: number; p95: number; max: number }> {
   for (let i = 0; i < 3; i++) await fn();
   const times: number[] = [];
@@ -82,7 +81,7 @@ async function measure(fn: () => Promise<unknown>): Promise<{ p50: number; p95: 
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
-  return { p50: pct(times, 50), p95: pct(times, 95), max: times[times.length - 1]! };
+  return { p50: percentile(times, 50), p95: percentile(times, 95), max: times[times.length - 1]! };
 }
 
 async function seed(db: ReturnType<typeof createReportingDb>, orgId: number, assets: number, locations: number) {

@@ -1,0 +1,117 @@
+/**
+ * One stretch of scan ingestion: publish a list of events (paced at a rate,
+ * or as fast as acks allow), then a marker event, and wait until the
+ * marker's effects show through the API. Returns the times and tracking's
+ * counter deltas, so the cases can state reads/s from first publish to
+ * visible and count every read that was dead-lettered, unresolved or never
+ * published.
+ */
+import type { BenchContext, IngestAccess } from "./bench-context.ts";
+import { waitForIngest, type CompletionTimes } from "./ingest-completion.ts";
+import { paced, publishAll } from "./scan-publisher.ts";
+import type { BuiltScan } from "./scan-workload.ts";
+import { countersDelta, readIngestCounters, type IngestCounters } from "./tracking-counters.ts";
+
+/** Acks outstanding before a paced publisher holds back. */
+export const PUBLISH_WINDOW = 4000;
+
+export interface IngestRun {
+  events: number;
+  reads: number;
+  startedAt: number;
+  /** When the last publish was acknowledged. */
+  publishedAt: number;
+  visible: CompletionTimes;
+  publishErrors: number;
+  counters?: IngestCounters;
+  /** Reads/s offered while publishing. */
+  offeredReadsPerSecond: number;
+  /** Reads/s from first publish until every effect was visible. */
+  readsPerSecond: number;
+}
+
+export type IngestScope = Pick<BenchContext, "watch" | "orgId" | "markers">;
+
+/**
+ * Publishes the marker after everything else and waits until it, and so
+ * all before it, is visible; `readsBefore` + `reads` is what tracking's
+ * counter must reach before the marker (which adds one).
+ */
+export async function drainWithMarker(scope: IngestScope, ingest: IngestAccess, expectReads: number, timeoutMs: number): Promise<CompletionTimes> {
+  const marker = scope.markers.next();
+  await ingest.js.publish(marker.subject, marker.data);
+  return waitForIngest(scope.watch, marker, { readsRecordedAtLeast: expectReads + marker.assets.length, timeoutMs });
+}
+
+export async function runIngest(
+  ctx: IngestScope,
+  ingest: IngestAccess,
+  scans: readonly BuiltScan[],
+  o: { eventsPerSecond?: number; timeoutMs: number },
+): Promise<IngestRun> {
+  if (scans.length === 0) throw new Error("nothing to publish");
+  const reads = scans.reduce((n, s) => n + s.assets.length, 0);
+  const before = await readIngestCounters(ingest.nc, ctx.orgId);
+  let publishErrors = 0;
+  const startedAt = Date.now();
+  if (o.eventsPerSecond) {
+    let next = 0;
+    await paced(
+      o.eventsPerSecond,
+      Number.POSITIVE_INFINITY,
+      () => {
+        const scan = scans[next++];
+        if (!scan) return Promise.resolve();
+        return ingest.js.publish(scan.subject, scan.data).catch(() => void publishErrors++);
+      },
+      () => next >= scans.length,
+      PUBLISH_WINDOW,
+    );
+  } else {
+    await publishAll(ingest.js, scans, 2000);
+  }
+  const publishedAt = Date.now();
+  const visible = await drainWithMarker(ctx, ingest, before.readsRecorded + reads, o.timeoutMs);
+  const after = await readIngestCounters(ingest.nc, ctx.orgId);
+  return {
+    events: scans.length,
+    reads,
+    startedAt,
+    publishedAt,
+    visible,
+    publishErrors,
+    counters: countersDelta(before, after),
+    offeredReadsPerSecond: (reads * 1000) / Math.max(1, publishedAt - startedAt),
+    readsPerSecond: (reads * 1000) / Math.max(1, visible.all - startedAt),
+  };
+}
+
+/** Failed reads of a run: not published, dead-lettered, or not resolved to an asset. */
+export function ingestErrors(run: IngestRun): number {
+  return run.publishErrors + (run.counters ? run.counters.deadLettered + run.counters.tagsUnresolved : 0);
+}
+
+export function ingestDetails(run: IngestRun): Record<string, unknown> {
+  const since = (t: number | undefined) => (t === undefined ? undefined : t - run.startedAt);
+  return {
+    events: run.events,
+    reads: run.reads,
+    publish_ms: run.publishedAt - run.startedAt,
+    offered_reads_per_s: Math.round(run.offeredReadsPerSecond),
+    visible_ms: {
+      report: since(run.visible.report),
+      position: since(run.visible.position),
+      history: since(run.visible.history),
+      counters: since(run.visible.counters),
+      all: since(run.visible.all),
+    },
+    tracking_counters_delta: run.counters,
+    completion_poll_errors: run.visible.pollErrors,
+  };
+}
+
+/** One line for the table's notes: how much was published, how fast, and when it showed. */
+export function ingestNote(run: IngestRun): string {
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  return `${run.reads.toLocaleString("en-US")} reads offered at ${Math.round(run.offeredReadsPerSecond).toLocaleString("en-US")}/s over ${s(run.publishedAt - run.startedAt)}, all visible after ${s(run.visible.all - run.startedAt)}`;
+}

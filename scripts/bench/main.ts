@@ -1,0 +1,145 @@
+/**
+ * `npm run bench [-- --quick] [--only a,b] [--soak] [--keep] [--json file]`:
+ * starts a private stack (or measures BASE_URL's), seeds it, runs the chosen
+ * cases, prints the machine and one results table to stdout (progress goes
+ * to stderr), writes the full results as JSON, and stops everything it
+ * started — on success, on error and on Ctrl-C alike.
+ *
+ * Exit status: 0 when every case ran (met or not), 1 when a case or the
+ * setup failed, 2 on a bad command line.
+ */
+import { judge, failedRow, type CaseRow } from "./bench-case.ts";
+import { parseBenchOptions, UsageError, type BenchOptions } from "./bench-options.ts";
+import { acquireStack, prepareContext } from "./bench-setup.ts";
+import { CASES, COMPARED_TO_BASELINE } from "./case-registry.ts";
+import { startLoadGenerator } from "./load-generator.ts";
+import { describeMachine, formatMachine } from "./machine-info.ts";
+import { formatMs, formatResultsTable } from "./results-table.ts";
+import { countLogLevels, defaultResultsFile, serviceLogFile, writeResults } from "./results-file.ts";
+import { createTeardown } from "./teardown.ts";
+
+const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
+
+let options: BenchOptions;
+try {
+  options = parseBenchOptions(process.argv.slice(2), process.env);
+} catch (err) {
+  console.error(err instanceof UsageError ? err.message : err);
+  process.exit(2);
+}
+
+const teardown = createTeardown();
+let stopping = false;
+const onSignal = (signal: NodeJS.Signals) => {
+  if (stopping) return;
+  stopping = true;
+  log(`${signal}: stopping what the benchmark started`);
+  void teardown.run(log).finally(() => process.exit(130));
+};
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
+// A bug must not leave processes and a database behind either.
+const onCrash = (err: unknown) => {
+  log(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  if (stopping) return;
+  stopping = true;
+  void teardown.run(log).finally(() => process.exit(1));
+};
+process.on("uncaughtException", onCrash);
+process.on("unhandledRejection", onCrash);
+
+function summarize(row: CaseRow): string {
+  if (row.status !== "ok") return `${row.status}: ${row.note ?? ""}`;
+  const rate = row.rate ? `${Math.round(row.rate.value)} ${row.rate.unit}` : (row.summary ?? "");
+  const latency = row.latency ? `, p50 ${formatMs(row.latency.p50)}, p99 ${formatMs(row.latency.p99)}` : "";
+  return `${rate}${latency}, non-2xx ${row.non2xx}, errors ${row.errors}`;
+}
+
+async function main(): Promise<number> {
+  const startedAt = new Date();
+  const wall = performance.now();
+  const cases = [...options.cases];
+  // A ratio needs its baseline measured in the same run.
+  if (!cases.includes("baseline") && cases.some((c) => COMPARED_TO_BASELINE.includes(c))) cases.unshift("baseline");
+  options = { ...options, cases };
+  log(`profile ${options.profile.name}; cases: ${cases.join(", ")}`);
+
+  const resultsFile = options.jsonFile ?? defaultResultsFile(startedAt);
+  const serviceLog = serviceLogFile(resultsFile);
+  const stack = await acquireStack(options, { serviceLog, teardown, log });
+  const machine = await describeMachine(stack.databaseUrl);
+  log(formatMachine(machine).replace(/\n/g, "; "));
+  const load = startLoadGenerator(teardown);
+  const { ctx, setup } = await prepareContext({ options, stack, load, teardown, log });
+
+  const rows: CaseRow[] = [];
+  for (const name of cases) {
+    if (stopping) break;
+    const c = CASES[name];
+    log(`case ${name} ...`);
+    const t0 = performance.now();
+    let caseRows: CaseRow[];
+    try {
+      caseRows = await c.run(ctx);
+    } catch (err) {
+      caseRows = [failedRow(name, c.target, err)];
+    }
+    for (const row of caseRows) {
+      row.details.case_seconds = Math.round((performance.now() - t0) / 100) / 10;
+      log(`case ${row.name}: ${summarize(row)}`);
+    }
+    rows.push(...caseRows);
+  }
+
+  const baseline = rows.find((r) => r.name === "baseline" && r.status === "ok")?.rate?.value;
+  for (const row of rows) {
+    if (row.comparesToBaseline && row.rate && baseline) row.ratio = row.rate.value / baseline;
+    row.met = judge(row);
+  }
+
+  const seconds = (performance.now() - wall) / 1000;
+  console.log(formatMachine(machine));
+  console.log(
+    `run: profile ${options.profile.name}, ${stack.mode} stack, ${ctx.seed.assets.length} assets / ${ctx.seed.locations.length} locations seeded, ${Math.round(seconds)} s`,
+  );
+  console.log("");
+  console.log(formatResultsTable(rows));
+  const notes = rows.filter((r) => r.note && r.status === "ok").map((r) => `  ${r.name}: ${r.note}`);
+  if (notes.length) console.log(`\nnotes:\n${notes.join("\n")}`);
+  const logged = stack.mode === "private" ? await countLogLevels(serviceLog) : undefined;
+  if (logged) console.log(`\nservice logs: ${logged.errors} error lines, ${logged.warnings} warnings (${serviceLog})`);
+
+  const file = await writeResults(resultsFile, {
+    started_at: startedAt.toISOString(),
+    seconds: Math.round(seconds),
+    profile: options.profile,
+    cases,
+    stack: { mode: stack.mode, base_url: stack.baseUrl, nats_url: stack.natsUrl ?? null },
+    machine,
+    setup,
+    service_log: logged ? { file: serviceLog, ...logged } : null,
+    results: rows,
+  });
+  log(`results written to ${file}`);
+
+  if (options.keep && stack.mode === "private") {
+    log(
+      `--keep: the stack keeps running. BASE_URL=${stack.baseUrl} BENCH_API_KEY=${stack.apiKey} NATS_URL=${stack.natsUrl} BASELINE_DATABASE_URL=${stack.databaseUrl}`,
+    );
+    log("Ctrl-C stops the processes and the nats-server; the database stays");
+    await new Promise<never>(() => setInterval(() => undefined, 1 << 30));
+  }
+  return rows.some((r) => r.status === "failed") ? 1 : 0;
+}
+
+main().then(
+  async (code) => {
+    await teardown.run(log);
+    process.exit(code);
+  },
+  async (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    await teardown.run(log);
+    process.exit(1);
+  },
+);

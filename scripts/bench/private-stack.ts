@@ -1,0 +1,130 @@
+/**
+ * The stack the benchmark measures when no BASE_URL is given: a private
+ * database and nats-server, every migration and stream, then the gateway and
+ * the three services as separate processes launched exactly as
+ * scripts/start.ts launches them (`node --import tsx services/<name>/src/main.ts`),
+ * with the rate limit out of the way. An organization and an all-scopes key
+ * come from the admin CLI's own code.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { connectNats, createLogger, ensureStreams, repoRoot } from "@whereabouts/shared";
+import { createTestDatabase, freePort, startTestNats } from "@whereabouts/shared/testing";
+import { migrateAll } from "../migrate.ts";
+import { runAdminCommand } from "../../services/gateway/src/admin/admin-cli.ts";
+import { createIdentityClient, createIdentityStore } from "../../services/gateway/src/identity/identity-store.ts";
+import { hasExited, stopChild, type Teardown } from "./teardown.ts";
+
+export const STACK_PROCESSES = ["catalog", "tracking", "reporting", "gateway"] as const;
+export type StackProcess = (typeof STACK_PROCESSES)[number];
+
+export interface RunningStack {
+  baseUrl: string;
+  apiKey: string;
+  orgId: number;
+  natsUrl: string;
+  databaseUrl: string;
+  /** Live service processes, for RSS sampling. */
+  processes: Map<StackProcess, ChildProcess>;
+}
+
+/** So high that no case ever meets the per-key fixed window. */
+const RATE_LIMIT_MAX = "100000000";
+const READY_TIMEOUT_MS = 120_000;
+
+const OrgCreated = z.object({ id: z.number().int() });
+const KeyCreated = z.object({ key: z.string().min(1) });
+
+/** An organization named Bench and an all-scopes key, through the admin CLI's command code. */
+export async function createBenchTenant(databaseUrl: string): Promise<{ orgId: number; apiKey: string }> {
+  const db = createIdentityClient(databaseUrl);
+  try {
+    const identity = createIdentityStore(db);
+    const org = OrgCreated.parse(await runAdminCommand(["org", "create", "--name", "Bench"], identity));
+    const key = KeyCreated.parse(await runAdminCommand(["key", "create", "--org", String(org.id), "--scopes", "all", "--name", "bench"], identity));
+    return { orgId: org.id, apiKey: key.key };
+  } finally {
+    await db.$disconnect();
+  }
+}
+
+async function waitReady(baseUrl: string, processes: Map<StackProcess, ChildProcess>): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    for (const [name, child] of processes) {
+      if (hasExited(child)) throw new Error(`${name} exited during start-up (${child.signalCode ?? child.exitCode})`);
+    }
+    try {
+      const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`gateway not ready within ${READY_TIMEOUT_MS / 1000} s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export async function startPrivateStack(options: {
+  keep: boolean;
+  /** Where the processes' own log lines (warn and above) go. */
+  serviceLog: string;
+  teardown: Teardown;
+  log: (m: string) => void;
+}): Promise<RunningStack> {
+  const { teardown, log } = options;
+  const db = await createTestDatabase("bench");
+  teardown.add("database", async () => {
+    if (options.keep) log(`kept database ${db.url}`);
+    else await db.drop();
+  });
+  const nats = await startTestNats();
+  teardown.add("nats-server", () => nats.destroy());
+  log(`database ${db.url}, nats ${nats.url}, service logs ${options.serviceLog}`);
+
+  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  const nc = await connectNats({ url: nats.url, name: "bench-setup", logger: createLogger("bench", "silent") });
+  await ensureStreams(nc);
+  await nc.close();
+
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    NATS_URL: nats.url,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    OPS_PORT: "0",
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_MAX,
+  };
+  // Service-specific overrides of the caller's shell must not point elsewhere.
+  for (const name of ["GATEWAY", "CATALOG", "TRACKING", "REPORTING"]) delete env[`${name}_DATABASE_URL`];
+  delete env.REDIS_URL;
+
+  mkdirSync(path.dirname(options.serviceLog), { recursive: true });
+  const logFd = openSync(options.serviceLog, "a");
+  const processes = new Map<StackProcess, ChildProcess>();
+  teardown.add("services", async () => {
+    await Promise.all([...processes.values()].map((child) => stopChild(child)));
+    closeSync(logFd);
+  });
+  for (const name of STACK_PROCESSES) {
+    const entry = path.join(repoRoot, "services", name, "src", "main.ts");
+    // As scripts/start.ts runs them, plus a process title: on a shared machine a
+    // `pkill -f services/<name>/src/main.ts` meant for another stack must not
+    // stop this one mid-run. Their logs go to a file: stdout is the table's,
+    // stderr the progress lines'.
+    const args = [`--title=whereabouts-bench-${name}`, "--import", "tsx", entry];
+    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] });
+    processes.set(name, child);
+  }
+  await waitReady(baseUrl, processes);
+  const tenant = await createBenchTenant(db.url);
+  log(`stack ready at ${baseUrl} (org ${tenant.orgId})`);
+  return { baseUrl, apiKey: tenant.apiKey, orgId: tenant.orgId, natsUrl: nats.url, databaseUrl: db.url, processes };
+}
