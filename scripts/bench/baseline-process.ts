@@ -20,7 +20,8 @@ export async function startBaselineServer(o: { databaseUrl: string; orgId: numbe
   });
   o.teardown.add("baseline server", () => stopChild(child, 3000));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  // Generous: it compiles while the seeding keeps both cores busy.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     if (hasExited(child)) throw new Error(`baseline server exited (${child.signalCode ?? child.exitCode})`);
     try {
@@ -30,7 +31,7 @@ export async function startBaselineServer(o: { databaseUrl: string; orgId: numbe
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline) throw new Error("baseline server did not answer within 30 s");
+    if (Date.now() > deadline) throw new Error("baseline server did not answer within 120 s");
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -39,8 +39,9 @@ export interface BenchContext {
   watch: CompletionWatch;
   /** The stack's database: absent against a BASE_URL without BASELINE_DATABASE_URL. */
   databaseUrl?: string;
-  /** The baseline server, when one runs. */
+  /** The baseline server, when one runs, or why it does not. */
   baselineUrl?: string;
+  baselineError?: string;
   /** Service processes' memory, when the benchmark started them. */
   rss?: RssSampler;
   rssIdle?: Record<string, number>;

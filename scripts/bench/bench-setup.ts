@@ -119,8 +119,10 @@ export async function prepareContext(o: {
     }
   }
 
-  const baselineUrl = await baselineStarting;
-  if (baselineUrl instanceof Error) throw baselineUrl;
+  const baselineStarted = await baselineStarting;
+  const baselineUrl = typeof baselineStarted === "string" ? baselineStarted : undefined;
+  const baselineError = baselineStarted instanceof Error ? baselineStarted.message : undefined;
+  if (baselineError) log(`baseline server: ${baselineError}`);
 
   const ctx: BenchContext = {
     profile,
@@ -138,6 +140,7 @@ export async function prepareContext(o: {
     watch,
     databaseUrl: stack.databaseUrl,
     baselineUrl,
+    baselineError,
     loadStartedAt: Date.now(),
   };
 

@@ -8,13 +8,14 @@
  * Exit status: 0 when every case ran (met or not), 1 when a case or the
  * setup failed, 2 on a bad command line.
  */
+import os from "node:os";
 import { judge, failedRow, type CaseRow } from "./bench-case.ts";
 import { parseBenchOptions, UsageError, type BenchOptions } from "./bench-options.ts";
 import { acquireStack, prepareContext } from "./bench-setup.ts";
 import { CASES, COMPARED_TO_BASELINE } from "./case-registry.ts";
 import { startLoadGenerator } from "./load-generator.ts";
 import { describeMachine, formatMachine } from "./machine-info.ts";
-import { formatMs, formatResultsTable } from "./results-table.ts";
+import { clip, formatMs, formatResultsTable } from "./results-table.ts";
 import { countLogLevels, defaultResultsFile, serviceLogFile, writeResults } from "./results-file.ts";
 import { createTeardown } from "./teardown.ts";
 
@@ -98,13 +99,15 @@ async function main(): Promise<number> {
   }
 
   const seconds = (performance.now() - wall) / 1000;
+  // Others' work on a shared machine shows here: the figures are only as quiet as it was.
+  const loadAverageAtEnd = os.loadavg().map((l) => Math.round(l * 100) / 100);
   console.log(formatMachine(machine));
   console.log(
-    `run: profile ${options.profile.name}, ${stack.mode} stack, ${ctx.seed.assets.length} assets / ${ctx.seed.locations.length} locations seeded, ${Math.round(seconds)} s`,
+    `run: profile ${options.profile.name}, ${stack.mode} stack, ${ctx.seed.assets.length} assets / ${ctx.seed.locations.length} locations seeded, ${Math.round(seconds)} s, load average at the end ${loadAverageAtEnd.join(" ")}`,
   );
   console.log("");
   console.log(formatResultsTable(rows));
-  const notes = rows.filter((r) => r.note && r.status === "ok").map((r) => `  ${r.name}: ${r.note}`);
+  const notes = rows.filter((r) => r.note && r.status !== "skipped").map((r) => `  ${r.name}: ${clip(r.note!, 400)}`);
   if (notes.length) console.log(`\nnotes:\n${notes.join("\n")}`);
   const logged = stack.mode === "private" ? await countLogLevels(serviceLog) : undefined;
   if (logged) console.log(`\nservice logs: ${logged.errors} error lines, ${logged.warnings} warnings (${serviceLog})`);
@@ -115,7 +118,7 @@ async function main(): Promise<number> {
     profile: options.profile,
     cases,
     stack: { mode: stack.mode, base_url: stack.baseUrl, nats_url: stack.natsUrl ?? null },
-    machine,
+    machine: { ...machine, loadAverageAtEnd },
     setup,
     service_log: logged ? { file: serviceLog, ...logged } : null,
     results: rows,

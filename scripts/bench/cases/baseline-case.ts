@@ -3,7 +3,7 @@
  * 32 connections, same load generator as the API cases: the reference their
  * "x baseline" ratio divides by.
  */
-import { skippedRow } from "../bench-case.ts";
+import { failedRow, skippedRow } from "../bench-case.ts";
 import { rowFromLoad, type BenchCase } from "../bench-context.ts";
 
 const target = { text: "(reference)", criteria: [] };
@@ -12,6 +12,7 @@ export const baselineCase: BenchCase = {
   name: "baseline",
   target,
   async run(ctx) {
+    if (ctx.baselineError) return [failedRow("baseline", target, ctx.baselineError)];
     if (!ctx.baselineUrl) return [skippedRow("baseline", target, "no database to run it on (set BASELINE_DATABASE_URL)")];
     const report = await ctx.load.run({
       mode: "closed",
