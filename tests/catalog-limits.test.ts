@@ -67,6 +67,21 @@ const cjk = (n: number) => Array.from({ length: n }, (_, i) => String.fromCodePo
 /** Characters outside the BMP: two UTF-16 units, 4 bytes each. */
 const astral = (n: number) => Array.from({ length: n }, (_, i) => String.fromCodePoint(0x1f300 + (i % 700))).join("");
 
+/** Every list endpoint, on a fresh asset and location: the common list rules apply to each. */
+async function everyList(): Promise<string[]> {
+  const asset = await create("assets");
+  const location = await create("locations");
+  return [
+    "/api/v1/assets",
+    "/api/v1/locations",
+    `/api/v1/locations/${location.id}/children`,
+    `/api/v1/locations/${location.id}/ancestors`,
+    `/api/v1/locations/${location.id}/descendants`,
+    `/api/v1/assets/${asset.id}/history`,
+    "/api/v1/reports/asset-locations",
+  ];
+}
+
 describe("sizes (DECISIONS.md)", () => {
   for (const kind of ["assets", "locations"] as const) {
     it(`${kind}: name up to ${NAME_MAX_LENGTH} characters, even ones a btree entry could not hold whole`, async () => {
@@ -151,17 +166,7 @@ describe("sizes (DECISIONS.md)", () => {
   });
 
   it(`offset at most ${OFFSET_MAX} on every list, history and report included: too_large`, async () => {
-    const asset = await create("assets");
-    const location = await create("locations");
-    const lists = [
-      "/api/v1/assets",
-      "/api/v1/locations",
-      `/api/v1/locations/${location.id}/children`,
-      `/api/v1/locations/${location.id}/ancestors`,
-      `/api/v1/locations/${location.id}/descendants`,
-      `/api/v1/assets/${asset.id}/history`,
-      "/api/v1/reports/asset-locations",
-    ];
+    const lists = await everyList();
     for (const list of lists) {
       const ok = await api<Body>("GET", `${list}?offset=${OFFSET_MAX}`);
       expect(ok.status, list).toBe(200);
@@ -351,17 +356,7 @@ describe("wrong JSON types", () => {
 
 describe("query keys", () => {
   it("__proto__, constructor and other inherited names are unknown keys on every list", async () => {
-    const asset = await create("assets");
-    const location = await create("locations");
-    const lists = [
-      "/api/v1/assets",
-      "/api/v1/locations",
-      `/api/v1/locations/${location.id}/children`,
-      `/api/v1/locations/${location.id}/ancestors`,
-      `/api/v1/locations/${location.id}/descendants`,
-      `/api/v1/assets/${asset.id}/history`,
-      "/api/v1/reports/asset-locations",
-    ];
+    const lists = await everyList();
     for (const list of lists) {
       for (const name of ["__proto__", "constructor", "toString", "hasOwnProperty", "__proto__[x]"]) {
         const res = await api<Body>("GET", `${list}?${encodeURIComponent(name)}=1`);

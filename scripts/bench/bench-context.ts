@@ -13,6 +13,7 @@ import type { CatalogSeed } from "./catalog-seed.ts";
 import type { CompletionWatch } from "./ingest-completion.ts";
 import type { LoadGenerator } from "./load-generator.ts";
 import type { LoadReport } from "./load-runner.ts";
+import type { RequestPlan } from "./request-plans.ts";
 import type { RssSampler } from "./rss-sampler.ts";
 import type { AssetRoles, FleetModel, MarkerScans, ScanFactory } from "./scan-workload.ts";
 
@@ -75,6 +76,34 @@ export function rowFromLoad(name: string, target: Target, report: LoadReport, ex
       error_samples: report.errorSamples,
       ...(report.scheduled === undefined ? {} : { scheduled: report.scheduled, max_start_lag_ms: report.maxStartLagMs }),
       ...extra.details,
+    },
+  };
+}
+
+/**
+ * A closed-loop API case: `plan` sent over the profile's connections for its
+ * seconds (after its warm-up), one row compared with the baseline.
+ */
+export function closedLoopCase(
+  name: CaseName,
+  target: Target,
+  plan: (ctx: BenchContext) => RequestPlan,
+  details: (ctx: BenchContext) => Record<string, unknown> = () => ({}),
+): BenchCase {
+  return {
+    name,
+    target,
+    async run(ctx) {
+      const report = await ctx.load.run({
+        mode: "closed",
+        baseUrl: ctx.api.baseUrl,
+        apiKey: ctx.api.apiKey,
+        plan: plan(ctx),
+        connections: ctx.profile.connections,
+        seconds: ctx.profile.apiSeconds,
+        warmupSeconds: ctx.profile.warmupSeconds,
+      });
+      return [rowFromLoad(name, target, report, { comparesToBaseline: true, details: { connections: ctx.profile.connections, ...details(ctx) } })];
     },
   };
 }

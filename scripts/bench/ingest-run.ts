@@ -6,10 +6,12 @@
  * visible and count every read that was dead-lettered, unresolved or never
  * published.
  */
-import type { BenchContext, IngestAccess } from "./bench-context.ts";
+import { atLeast, skippedRow } from "./bench-case.ts";
+import type { BenchCase, BenchContext, IngestAccess } from "./bench-context.ts";
+import type { CaseName } from "./bench-options.ts";
 import { waitForIngest, type CompletionTimes } from "./ingest-completion.ts";
 import { paced, publishAll } from "./scan-publisher.ts";
-import type { BuiltScan } from "./scan-workload.ts";
+import { TAGS_PER_EVENT, type BuiltScan, type FleetModel } from "./scan-workload.ts";
 import { countersDelta, readIngestCounters, type IngestCounters } from "./tracking-counters.ts";
 
 /** Acks outstanding before a paced publisher holds back. */
@@ -114,4 +116,50 @@ export function ingestDetails(run: IngestRun): Record<string, unknown> {
 export function ingestNote(run: IngestRun): string {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   return `${run.reads.toLocaleString("en-US")} reads offered at ${Math.round(run.offeredReadsPerSecond).toLocaleString("en-US")}/s over ${s(run.publishedAt - run.startedAt)}, all visible after ${s(run.visible.all - run.startedAt)}`;
+}
+
+/**
+ * An ingest case: events of TAGS_PER_EVENT reads drawn by `reads` from the
+ * fleet model, offered at `readsPerSecond`; its rate is reads/s from the first
+ * publish until the last event's effects are visible through the API.
+ */
+export function ingestCase(
+  name: CaseName,
+  readsPerSecond: number,
+  reads: (fleet: FleetModel) => { location: number; assets: number[] },
+): BenchCase {
+  const target = { text: `≥${readsPerSecond.toLocaleString("en-US")} reads/s`, criteria: [atLeast("rate", readsPerSecond)] };
+  return {
+    name,
+    target,
+    async run(ctx) {
+      if (!ctx.ingest) return [skippedRow(name, target, "no NATS (set NATS_URL)")];
+      const events = (readsPerSecond * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
+      const scans = Array.from({ length: events }, () => {
+        const drawn = reads(ctx.fleet);
+        return ctx.scans.build(
+          ctx.fleet.locations[drawn.location]!,
+          drawn.assets.map((a) => ctx.fleet.assets[a]!),
+        );
+      });
+      const run = await runIngest(ctx, ctx.ingest, scans, {
+        eventsPerSecond: readsPerSecond / TAGS_PER_EVENT,
+        timeoutMs: ctx.profile.completionTimeoutMs,
+      });
+      return [
+        {
+          name,
+          status: "ok",
+          rate: { value: run.readsPerSecond, unit: "reads/s" },
+          metrics: {},
+          // Completion polls the API failed (503 while busy): retried, and counted here.
+          non2xx: run.visible.pollErrors,
+          errors: ingestErrors(run),
+          target,
+          note: ingestNote(run),
+          details: ingestDetails(run),
+        },
+      ];
+    },
+  };
 }

@@ -5,7 +5,7 @@
  * which is what the public API shows.
  */
 import { z } from "zod";
-import { decodeJson, encodeJson, RpcReply, rpcSubject, type NatsConnection, type RpcRequest } from "@whereabouts/shared";
+import { decodeRpcReply, encodeJson, rpcSubject, type NatsConnection, type RpcRequest } from "@whereabouts/shared";
 
 const Counters = z.object({
   scans: z.object({
@@ -36,7 +36,7 @@ export async function readIngestCounters(nc: NatsConnection, orgId: number): Pro
     query: {},
   };
   const msg = await nc.request(rpcSubject("tracking", "metrics"), encodeJson(envelope), { timeout: 5000 });
-  const { scans } = Counters.parse(RpcReply.parse(decodeJson(msg.data)).body);
+  const { scans } = Counters.parse(decodeRpcReply(msg).body);
   return {
     scansProcessed: scans.scansProcessed,
     scansDuplicate: scans.scansDuplicate,

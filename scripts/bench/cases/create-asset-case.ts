@@ -4,23 +4,10 @@
  * creates are writes too; only the measured window counts.
  */
 import { atLeast } from "../bench-case.ts";
-import { rowFromLoad, type BenchCase } from "../bench-context.ts";
+import { closedLoopCase } from "../bench-context.ts";
 
-const target = { text: "≥1,000 req/s", criteria: [atLeast("rate", 1000)] };
-
-export const createAssetCase: BenchCase = {
-  name: "create-asset",
-  target,
-  async run(ctx) {
-    const report = await ctx.load.run({
-      mode: "closed",
-      baseUrl: ctx.api.baseUrl,
-      apiKey: ctx.api.apiKey,
-      plan: { kind: "create-asset", runId: ctx.runId },
-      connections: ctx.profile.connections,
-      seconds: ctx.profile.apiSeconds,
-      warmupSeconds: ctx.profile.warmupSeconds,
-    });
-    return [rowFromLoad("create-asset", target, report, { comparesToBaseline: true, details: { connections: ctx.profile.connections } })];
-  },
-};
+export const createAssetCase = closedLoopCase(
+  "create-asset",
+  { text: "≥1,000 req/s", criteria: [atLeast("rate", 1000)] },
+  (ctx) => ({ kind: "create-asset", runId: ctx.runId }),
+);

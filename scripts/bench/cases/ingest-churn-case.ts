@@ -2,44 +2,6 @@
  * `ingest-churn`: as ingest-steady, but every read moves its asset to a
  * different location (every read changes a position and a report row).
  */
-import { atLeast, skippedRow } from "../bench-case.ts";
-import type { BenchCase } from "../bench-context.ts";
-import { ingestDetails, ingestErrors, ingestNote, runIngest } from "../ingest-run.ts";
-import { TAGS_PER_EVENT } from "../scan-workload.ts";
+import { ingestCase } from "../ingest-run.ts";
 
-const TARGET_READS_PER_S = 25_000;
-const target = { text: "≥25,000 reads/s", criteria: [atLeast("rate", TARGET_READS_PER_S)] };
-
-export const ingestChurnCase: BenchCase = {
-  name: "ingest-churn",
-  target,
-  async run(ctx) {
-    if (!ctx.ingest) return [skippedRow("ingest-churn", target, "no NATS (set NATS_URL)")];
-    const events = (TARGET_READS_PER_S * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
-    const scans = Array.from({ length: events }, () => {
-      const reads = ctx.fleet.churnReads();
-      return ctx.scans.build(
-        ctx.fleet.locations[reads.location]!,
-        reads.assets.map((a) => ctx.fleet.assets[a]!),
-      );
-    });
-    const run = await runIngest(ctx, ctx.ingest, scans, {
-      eventsPerSecond: TARGET_READS_PER_S / TAGS_PER_EVENT,
-      timeoutMs: ctx.profile.completionTimeoutMs,
-    });
-    return [
-      {
-        name: "ingest-churn",
-        status: "ok",
-        rate: { value: run.readsPerSecond, unit: "reads/s" },
-        metrics: {},
-        // Completion polls the API failed (503 while busy): retried, and counted here.
-        non2xx: run.visible.pollErrors,
-        errors: ingestErrors(run),
-        target,
-        note: ingestNote(run),
-        details: ingestDetails(run),
-      },
-    ];
-  },
-};
+export const ingestChurnCase = ingestCase("ingest-churn", 25_000, (fleet) => fleet.churnReads());
