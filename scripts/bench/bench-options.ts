@@ -68,18 +68,18 @@ export const FULL_PROFILE: BenchProfile = {
   warmupSeconds: 3,
   connections: 32,
   latencyConnections: 4,
-  ingestSeconds: 6,
+  ingestSeconds: 3,
   visibilitySeconds: 20,
   visibilityReadsPerSecond: 5000,
   visibilityProbesPerSecond: 10,
-  underIngestSeconds: 15,
+  underIngestSeconds: 10,
   underIngestReadsPerSecond: 20_000,
   underIngestApiPerSecond: 200,
   soakSeconds: 600,
   soakWindowSeconds: 60,
   soakApiPerSecond: 200,
   soakReadsPerSecond: 5000,
-  completionTimeoutMs: 240_000,
+  completionTimeoutMs: 180_000,
 };
 
 export const QUICK_PROFILE: BenchProfile = {

@@ -40,3 +40,6 @@ export const CASES: Record<CaseName, BenchCase> = {
 
 /** Cases whose rate is shown as a ratio to the baseline's. */
 export const COMPARED_TO_BASELINE: readonly CaseName[] = ["get-asset", "list-assets", "search-assets", "create-asset"];
+
+/** Cases that only read what the others left (no load): no need to let the stack go quiet first. */
+export const PASSIVE_CASES: readonly CaseName[] = ["history-bytes", "rss"];

@@ -12,11 +12,12 @@ import os from "node:os";
 import { judge, failedRow, type CaseRow } from "./bench-case.ts";
 import { parseBenchOptions, UsageError, type BenchOptions } from "./bench-options.ts";
 import { acquireStack, prepareContext } from "./bench-setup.ts";
-import { CASES, COMPARED_TO_BASELINE } from "./case-registry.ts";
+import { CASES, COMPARED_TO_BASELINE, PASSIVE_CASES } from "./case-registry.ts";
 import { startLoadGenerator } from "./load-generator.ts";
 import { describeMachine, formatMachine } from "./machine-info.ts";
 import { clip, formatMs, formatResultsTable } from "./results-table.ts";
 import { countLogLevels, defaultResultsFile, serviceLogFile, writeResults } from "./results-file.ts";
+import { settleStack } from "./stack-settle.ts";
 import { createTeardown } from "./teardown.ts";
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -77,6 +78,8 @@ async function main(): Promise<number> {
   for (const name of cases) {
     if (stopping) break;
     const c = CASES[name];
+    const settle = PASSIVE_CASES.includes(name) ? undefined : await settleStack(ctx);
+    if (settle && settle.ms > 1000) log(`waited ${(settle.ms / 1000).toFixed(1)} s for the stack to go quiet`);
     log(`case ${name} ...`);
     const t0 = performance.now();
     let caseRows: CaseRow[];
@@ -87,6 +90,7 @@ async function main(): Promise<number> {
     }
     for (const row of caseRows) {
       row.details.case_seconds = Math.round((performance.now() - t0) / 100) / 10;
+      if (settle) row.details.settle_before = { ms: Math.round(settle.ms), settled: settle.settled };
       log(`case ${row.name}: ${summarize(row)}`);
     }
     rows.push(...caseRows);
