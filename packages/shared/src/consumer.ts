@@ -4,10 +4,13 @@
  * batch is nak'ed with a delay; a message past its delivery limit is the
  * handler's to dead-letter. Replicas share the durable, so they share the work.
  *
- * Read-your-writes: `waitForConsumer` blocks until everything the stream held
- * when it was called has been acked by the durable (its ack floor), i.e. is
- * committed in the consumer's database. Consumers used that way are unfiltered
- * so the ack floor moves over every stream sequence.
+ * `waitForConsumer` blocks until everything the stream held when it was
+ * called has been acked by the durable (its ack floor), i.e. is committed in
+ * the consumer's database: tracking calls it once per scan batch ("catalog
+ * writes come first"), tests call it to wait for eventual effects. API reads
+ * never call it: they wait through consistency.ts, and only for their
+ * organization's catalog writes. Consumers used that way are unfiltered so
+ * the ack floor moves over every stream sequence.
  */
 import {
   AckPolicy,
