@@ -96,11 +96,7 @@ async function seed(db: ReturnType<typeof createReportingDb>, orgId: number, ass
   );
   const words = ["walrus", "otter", "heron", "lynx", "bison", "marten", "ibex", "crane"];
   await db.$executeRawUnsafe(
-    `INSERT INTO reporting.assets (org_id, asset_id, catalog_version, external_key, name, name_lower, external_key_lower,
-                                   valid_from, valid_to, deleted_at, location_id, last_seen_at, last_seen_seq)
-     SELECT org_id, asset_id, 1, external_key, name, lower(name), lower(external_key), valid_from, valid_to, deleted_at,
-            location_id, last_seen_at, asset_id
-       FROM (SELECT $1::int AS org_id, g AS asset_id, 'AST-' || lpad(g::text, 6, '0') AS external_key,
+    `WITH s AS (SELECT * FROM (SELECT $1::int AS org_id, g AS asset_id, 'AST-' || lpad(g::text, 6, '0') AS external_key,
                     'Asset ' || g || ' ' || ($3::text[])[1 + g % 8] || '-' || (g % 100) AS name,
                     now() - interval '1 year' - g * interval '1 second' AS valid_from,
                     CASE WHEN g % 211 = 0 THEN now() - interval '1 day'
@@ -108,7 +104,13 @@ async function seed(db: ReturnType<typeof createReportingDb>, orgId: number, ass
                     CASE WHEN g % 101 = 0 THEN now() - interval '3 days' END AS deleted_at,
                     1 + (g * 7919) % $4::int AS location_id,
                     now() - (g * 1.7) * interval '1 second' - (random() * 5) * interval '1 hour' AS last_seen_at
-               FROM generate_series(1, $2::int) g) s`,
+               FROM generate_series(1, $2::int) g) s),
+     a AS (INSERT INTO reporting.assets (org_id, asset_id, catalog_version, external_key, name, name_lower, external_key_lower,
+                                         valid_from, valid_to, deleted_at, scanned)
+           SELECT org_id, asset_id, 1, external_key, name, lower(name), lower(external_key), valid_from, valid_to, deleted_at, true
+             FROM s)
+     INSERT INTO reporting.positions (org_id, asset_id, location_id, last_seen_at, last_seen_seq)
+     SELECT org_id, asset_id, location_id, last_seen_at, asset_id FROM s`,
     orgId,
     assets,
     words,
@@ -143,6 +145,7 @@ async function main() {
     await seed(db, ORG + 1, Math.round(ASSETS / 4), 500);
     await seed(db, ORG + 2, Math.round(ASSETS / 4), 500);
     await db.$executeRawUnsafe("VACUUM ANALYZE reporting.assets");
+    await db.$executeRawUnsafe("VACUUM ANALYZE reporting.positions");
     await db.$executeRawUnsafe("VACUUM ANALYZE reporting.locations");
     await db.$executeRawUnsafe("VACUUM ANALYZE reporting.tags");
     console.log(`seeded ${ASSETS} scanned assets in org ${ORG} (+${Math.round(ASSETS / 2)} in two others) in ${Date.now() - seeded} ms`);

@@ -48,18 +48,19 @@ beforeAll(async () => {
   await pool.query(`
     INSERT INTO catalog.locations (org_id, external_key, name, valid_from)
     SELECT 1, 'LOC-' || g, 'Location ' || g, now() FROM generate_series(1, 500) g;
-    INSERT INTO catalog.assets (org_id, external_key, name, valid_from, location_id)
-    SELECT CASE WHEN g % 50 = 0 THEN 2 ELSE 1 END, 'A-' || g, 'Asset ' || g, now(), CASE WHEN g % 50 = 0 THEN NULL ELSE 1 + g % 500 END
-      FROM generate_series(1, 8000) g;
+    INSERT INTO catalog.assets (org_id, external_key, name, valid_from)
+    SELECT CASE WHEN g % 50 = 0 THEN 2 ELSE 1 END, 'A-' || g, 'Asset ' || g, now() FROM generate_series(1, 8000) g;
+    INSERT INTO catalog.asset_positions (asset_id, org_id, location_id, observed_at, seq)
+    SELECT a.id, a.org_id, 1 + a.id % 500, now(), 1 FROM catalog.assets a WHERE a.org_id = 1;
     INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
     SELECT a.org_id, 'asset', a.id, 'rfid', 'E280' || lpad(a.id::text, 8, '0'), now() FROM catalog.assets a;
     INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
     SELECT 1, 'location', l.id, 'barcode', 'LOCBC-' || l.id, now() FROM catalog.locations l;`);
   const { rows } = await pool.query<{ n: string }>(
     `SELECT count(*) AS n FROM pg_stat_user_tables
-      WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags') AND n_mod_since_analyze >= 8000`,
+      WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags', 'asset_positions') AND n_mod_since_analyze >= 7000`,
   );
-  expect(Number(rows[0]!.n)).toBe(2);
+  expect(Number(rows[0]!.n)).toBe(3);
 });
 
 afterAll(async () => {
@@ -72,6 +73,7 @@ describe("never-analyzed catalog", () => {
     const plan = explaining();
     await findAsset(plan.db, 1, 4321);
     expect(plan.indexes()).toContain("assets_pkey");
+    expect(plan.indexes()).toContain("asset_positions_pkey");
     expect(plan.indexes()).toContain("tags_org_id_owner_type_owner_id_idx");
     expect(plan.indexes()).not.toContain("tags_org_id_tag_type_value_live_key");
     expect(plan.indexes().filter((i) => i.startsWith("seq:"))).toEqual([]);

@@ -181,7 +181,7 @@ describe("total_count", () => {
       Number(
         (
           await sql.query(
-            `SELECT count(*) AS n FROM reporting.assets WHERE org_id = $1 AND last_seen_at IS NOT NULL AND external_key IS NOT NULL
+            `SELECT count(*) AS n FROM reporting.assets WHERE org_id = $1 AND scanned AND external_key IS NOT NULL
                 AND valid_from <= now() AND (valid_to IS NULL OR valid_to > now()) ${includeDeleted ? "" : "AND deleted_at IS NULL"}`,
             [t.orgId],
           )

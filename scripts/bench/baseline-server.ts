@@ -28,10 +28,10 @@ app.get<{ Params: { id: string } }>("/assets/:id", async (request, reply) => {
   const id = Number(request.params.id);
   if (!Number.isInteger(id) || id < 1 || id > 2147483647) return reply.code(400).send({ error: "bad id" });
   const { rows } = await pool.query(
-    `SELECT id, external_key, name, description, is_active, metadata, valid_from, valid_to,
-            location_id, created_at, updated_at, deleted_at
-       FROM catalog.assets
-      WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+    `SELECT a.id, a.external_key, a.name, a.description, a.is_active, a.metadata, a.valid_from, a.valid_to,
+            ap.location_id, a.created_at, a.updated_at, a.deleted_at
+       FROM catalog.assets a LEFT JOIN catalog.asset_positions ap ON ap.asset_id = a.id
+      WHERE a.org_id = $1 AND a.id = $2 AND a.deleted_at IS NULL`,
     [orgId, id],
   );
   if (rows.length === 0) return reply.code(404).send({ error: "not found" });

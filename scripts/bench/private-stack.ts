@@ -99,7 +99,8 @@ export async function startPrivateStack(options: {
     HOST: "127.0.0.1",
     PORT: String(port),
     OPS_PORT: "0",
-    LOG_LEVEL: "warn",
+    // BENCH_SERVICE_LOG_LEVEL=debug shows e.g. tracking's per-batch timings.
+    LOG_LEVEL: process.env.BENCH_SERVICE_LOG_LEVEL || "warn",
     RATE_LIMIT_MAX,
   };
   // Service-specific overrides of the caller's shell must not point elsewhere.
@@ -119,7 +120,9 @@ export async function startPrivateStack(options: {
     // `pkill -f services/<name>/src/main.ts` meant for another stack must not
     // stop this one mid-run. Their logs go to a file: stdout is the table's,
     // stderr the progress lines'.
-    const args = [`--title=whereabouts-bench-${name}`, "--import", "tsx", entry];
+    // BENCH_CPU_PROF=<dir>: each service writes a .cpuprofile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.join(process.env.BENCH_CPU_PROF, name)}`] : [];
+    const args = [`--title=whereabouts-bench-${name}`, ...profile, "--import", "tsx", entry];
     const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] });
     processes.set(name, child);
   }

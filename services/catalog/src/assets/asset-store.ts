@@ -5,8 +5,9 @@ import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpda
 import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy, type Page } from "../requests/list-query.ts";
 
-/** An asset row `a` with its location `l` joined at read time (any state: the pair invariant). */
-const JOIN_LOCATION = `LEFT JOIN catalog.locations l ON l.id = a.location_id AND l.org_id = a.org_id`;
+/** An asset row `a` with its position and location `l` joined at read time (any state: the pair invariant). */
+const JOIN_LOCATION = `LEFT JOIN catalog.asset_positions ap ON ap.asset_id = a.id
+  LEFT JOIN catalog.locations l ON l.id = ap.location_id AND l.org_id = a.org_id`;
 /** One asset row `a` by id (see rowById), with its location. */
 const byId = (idParam: string, lock?: "UPDATE" | "SHARE") => `${rowById("catalog.assets", idParam, lock)} a ${JOIN_LOCATION}`;
 
@@ -166,10 +167,14 @@ function where(p: Params, orgId: number, f: AssetFilters): string[] {
   const conds = [`a.org_id = ${org}`, effective("a")];
   if (!f.includeDeleted) conds.push("a.deleted_at IS NULL");
   if (f.externalKeys.length) conds.push(`a.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
-  if (f.locationIds.length) conds.push(`a.location_id = ANY(${p.add(f.locationIds)}::int[])`);
+  if (f.locationIds.length) {
+    conds.push(`a.id IN (SELECT ap.asset_id FROM catalog.asset_positions ap
+      WHERE ap.org_id = ${org} AND ap.location_id = ANY(${p.add(f.locationIds)}::int[]))`);
+  }
   if (f.locationKeys.length) {
-    conds.push(`a.location_id IN (SELECT k.id FROM catalog.locations k
-      WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.locationKeys)}::text[]))`);
+    conds.push(`a.id IN (SELECT ap.asset_id FROM catalog.asset_positions ap
+      WHERE ap.org_id = ${org} AND ap.location_id IN (SELECT k.id FROM catalog.locations k
+        WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.locationKeys)}::text[])))`);
   }
   if (f.isActive !== undefined) conds.push(`a.is_active = ${p.add(f.isActive)}`);
   if (f.q !== undefined) conds.push(searchMatch("asset", "a", org, p.add(containsPattern(f.q))));
@@ -219,7 +224,8 @@ export async function listAssets(
 export async function hasPlacedAssets(db: Db, orgId: number, locationId: number): Promise<boolean> {
   const row = await queryOne<{ found: boolean }>(
     db,
-    `SELECT EXISTS (SELECT 1 FROM catalog.assets WHERE org_id = $1 AND location_id = $2 AND deleted_at IS NULL) AS found`,
+    `SELECT EXISTS (SELECT 1 FROM catalog.asset_positions ap JOIN catalog.assets a ON a.id = ap.asset_id
+                     WHERE ap.org_id = $1 AND ap.location_id = $2 AND a.deleted_at IS NULL) AS found`,
     [orgId, locationId],
   );
   return row!.found;
@@ -231,20 +237,24 @@ export async function hasPlacedAssets(db: Db, orgId: number, locationId: number)
  * Scan data from tracking, one statement per batch: each asset takes the
  * newest of its events (observed_at, then seq), and only when that is newer
  * than the position it holds. Not a catalog change: neither updated_at nor the
- * version moves, and no event is emitted.
+ * version moves, and no event is emitted. Events for assets this organization
+ * does not hold are ignored (the join).
  */
 export async function applyPositions(db: Db, events: AssetPositionEvent[]): Promise<void> {
   if (!events.length) return;
   await execute(
     db,
-    `UPDATE catalog.assets a
-        SET location_id = n.location_id, location_observed_at = n.observed_at, location_seq = n.seq
+    `INSERT INTO catalog.asset_positions AS p (asset_id, org_id, location_id, observed_at, seq)
+     SELECT n.asset_id, n.org_id, n.location_id, n.observed_at, n.seq
        FROM (SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, location_id, observed_at, seq
                FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
                     AS e(org_id, asset_id, location_id, observed_at, seq)
               ORDER BY org_id, asset_id, observed_at DESC, seq DESC) n
-      WHERE a.id = n.asset_id AND a.org_id = n.org_id
-        AND (a.location_observed_at IS NULL OR (a.location_observed_at, a.location_seq) < (n.observed_at, n.seq))`,
+       JOIN catalog.assets a ON a.id = n.asset_id AND a.org_id = n.org_id
+      ORDER BY n.asset_id
+     ON CONFLICT (asset_id) DO UPDATE
+        SET location_id = excluded.location_id, observed_at = excluded.observed_at, seq = excluded.seq
+      WHERE (p.observed_at, p.seq) < (excluded.observed_at, excluded.seq)`,
     unnestColumns(events, "org_id", "asset_id", "location_id", "observed_at", "seq"),
   );
 }

@@ -14,7 +14,7 @@ export const BUILD_SCHEMA = "reporting_build";
 export const RETIRED_SCHEMA = "reporting_retired";
 export type ReadModelSchema = typeof LIVE_SCHEMA | typeof BUILD_SCHEMA;
 /** Every table of the read model (the rebuild clones and swaps them together). */
-export const READ_MODEL_TABLES = ["assets", "locations", "tags", "counts"] as const;
+export const READ_MODEL_TABLES = ["assets", "positions", "locations", "tags", "counts"] as const;
 
 export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
   /** entity_version of the asset event that embedded the tag. */
@@ -91,16 +91,26 @@ export function createProjectionStore(schema: ReadModelSchema) {
       );
     },
 
-    /** Newest position wins: (observed_at, seq); a late scan changes nothing. */
+    /**
+     * Newest position wins: (observed_at, seq); a late scan changes nothing.
+     * The narrow positions table takes every scan; the assets row is touched
+     * only by an asset's first position (`scanned`, which makes it a report
+     * row), inserted as a stub when catalog's event has not arrived yet.
+     */
     async upsertPositions(tx: SqlRunner, rows: PositionRow[]): Promise<number> {
       if (!rows.length) return 0;
       return tx.$executeRawUnsafe(
-        `INSERT INTO ${t("assets")} AS t (org_id, asset_id, location_id, last_seen_at, last_seen_seq)
-         SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
-         ON CONFLICT (org_id, asset_id) DO UPDATE
-            SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq
-          WHERE t.last_seen_at IS NULL
-             OR (t.last_seen_at, t.last_seen_seq) < (EXCLUDED.last_seen_at, EXCLUDED.last_seen_seq)`,
+        `WITH placed AS (
+           INSERT INTO ${t("positions")} AS t (org_id, asset_id, location_id, last_seen_at, last_seen_seq)
+           SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
+           ON CONFLICT (org_id, asset_id) DO UPDATE
+              SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq
+            WHERE (t.last_seen_at, t.last_seen_seq) < (EXCLUDED.last_seen_at, EXCLUDED.last_seen_seq)
+           RETURNING t.org_id, t.asset_id, (t.xmax = 0) AS first
+         )
+         INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)
+         SELECT org_id, asset_id, true FROM placed WHERE first ORDER BY org_id, asset_id
+         ON CONFLICT (org_id, asset_id) DO UPDATE SET scanned = true WHERE NOT a.scanned`,
         ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq"),
       );
     },

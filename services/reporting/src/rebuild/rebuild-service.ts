@@ -148,7 +148,7 @@ async function rebuild(deps: RebuildDeps, started: number): Promise<RebuildFigur
               (SELECT count(*)::int FROM "${LIVE_SCHEMA}".locations) AS locations,
               (SELECT count(*)::int FROM "${LIVE_SCHEMA}".tags) AS tags,
               (SELECT count(*)::int FROM "${LIVE_SCHEMA}".assets
-                WHERE last_seen_at IS NOT NULL AND external_key IS NOT NULL) AS report_rows`,
+                WHERE scanned AND external_key IS NOT NULL) AS report_rows`,
     );
     return {
       status: "ok",

@@ -27,15 +27,15 @@ import type { AssetLocationItem, ReportSortField } from "@whereabouts/shared";
 const EFFECTIVE = (alias: string) =>
   `${alias}.valid_from <= now() AND (${alias}.valid_to IS NULL OR ${alias}.valid_to > now())`;
 /** The partial indexes' predicate. */
-const REPORT_ROW = "a.last_seen_at IS NOT NULL AND a.external_key IS NOT NULL";
+const REPORT_ROW = "a.scanned AND a.external_key IS NOT NULL";
 const LOCATION_EFFECTIVE = `(l.location_id IS NOT NULL AND ${EFFECTIVE("l")})`;
-const LOCATION_ID = `CASE WHEN ${LOCATION_EFFECTIVE} THEN a.location_id END`;
+const LOCATION_ID = `CASE WHEN ${LOCATION_EFFECTIVE} THEN p.location_id END`;
 const LOCATION_KEY = `CASE WHEN ${LOCATION_EFFECTIVE} AND l.deleted_at IS NULL THEN l.external_key END`;
 const WIRE_TIME = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** Sort keys on the base row (a, l) and on a merged branch row (x). */
 const SORT_KEYS: Record<ReportSortField, { row: string; merged: string }> = {
-  asset_last_seen: { row: "a.last_seen_at", merged: "x.sort_last_seen" },
+  asset_last_seen: { row: "p.last_seen_at", merged: "x.sort_last_seen" },
   asset_external_key: { row: "a.external_key", merged: "x.asset_external_key" },
   location_external_key: { row: LOCATION_KEY, merged: "x.location_external_key" },
 };
@@ -59,7 +59,11 @@ export function createReportStore(schema = "reporting") {
   const locations = `"${schema}"."locations"`;
   const tags = `"${schema}"."tags"`;
   const counts = `"${schema}"."counts"`;
-  const withLocation = `${assets} a LEFT JOIN ${locations} l ON l.org_id = a.org_id AND l.location_id = a.location_id`;
+  const positions = `"${schema}"."positions"`;
+  // The position row drives (p.org_id = $1): the default order walks
+  // positions_report_idx and fetches each asset row by its key.
+  const withLocation = `${positions} p JOIN ${assets} a ON a.org_id = p.org_id AND a.asset_id = p.asset_id
+    LEFT JOIN ${locations} l ON l.org_id = p.org_id AND l.location_id = p.location_id`;
 
   function build(orgId: number, query: ReportQuery): Built {
     const params: unknown[] = [orgId];
@@ -71,7 +75,7 @@ export function createReportStore(schema = "reporting") {
     if (query.assetExternalKeys.length) where.push(`a.external_key = ANY(${bind(query.assetExternalKeys)}::text[])`);
     if (query.locationIds.length) {
       needsLocation = true;
-      where.push(`a.location_id = ANY(${bind(query.locationIds)}::int[])`, LOCATION_EFFECTIVE);
+      where.push(`p.location_id = ANY(${bind(query.locationIds)}::int[])`, LOCATION_EFFECTIVE);
     }
     if (query.locationExternalKeys.length) {
       needsLocation = true;
@@ -95,13 +99,13 @@ export function createReportStore(schema = "reporting") {
   const columns = (withSortKey: boolean) =>
     `a.asset_id, a.external_key AS asset_external_key,
      ${LOCATION_ID} AS location_id, ${LOCATION_KEY} AS location_external_key,
-     ${WIRE_TIME("a.deleted_at")} AS asset_deleted_at, ${WIRE_TIME("a.last_seen_at")} AS asset_last_seen
-     ${withSortKey ? ", a.last_seen_at AS sort_last_seen" : ""}`;
+     ${WIRE_TIME("a.deleted_at")} AS asset_deleted_at, ${WIRE_TIME("p.last_seen_at")} AS asset_last_seen
+     ${withSortKey ? ", p.last_seen_at AS sort_last_seen" : ""}`;
 
   function orderBy(query: ReportQuery, key: "row" | "merged"): string {
     const order = query.sort.map((k) => `${SORT_KEYS[k.field][key]} ${k.descending ? "DESC" : "ASC"}`);
     // Final tiebreak: asset_id, in the direction of the first sort key.
-    order.push(`${key === "row" ? "a" : "x"}.asset_id ${query.sort[0]?.descending ? "DESC" : "ASC"}`);
+    order.push(`${key === "row" ? "p" : "x"}.asset_id ${query.sort[0]?.descending ? "DESC" : "ASC"}`);
     return order.join(", ");
   }
 
@@ -112,7 +116,7 @@ export function createReportStore(schema = "reporting") {
       if (!b.branches) {
         return db.$queryRawUnsafe<AssetLocationItem[]>(
           `SELECT ${columns(false)} FROM ${withLocation}
-            WHERE ${b.where.join(" AND ")}
+            WHERE p.org_id = $1 AND ${b.where.join(" AND ")}
             ORDER BY ${orderBy(query, "row")}
             LIMIT ${b.bind(query.limit)} OFFSET ${b.bind(offset)}::bigint`,
           ...b.params,
@@ -121,7 +125,7 @@ export function createReportStore(schema = "reporting") {
       const reach = b.bind(query.limit + offset);
       const branch = (condition: string) =>
         `(SELECT ${columns(true)} FROM ${withLocation}
-           WHERE ${b.where.join(" AND ")} AND ${condition}
+           WHERE p.org_id = $1 AND ${b.where.join(" AND ")} AND ${condition}
            ORDER BY ${orderBy(query, "row")} LIMIT ${reach}::bigint)`;
       return db.$queryRawUnsafe<AssetLocationItem[]>(
         `SELECT x.asset_id, x.asset_external_key, x.location_id, x.location_external_key, x.asset_deleted_at, x.asset_last_seen
