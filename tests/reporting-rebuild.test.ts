@@ -144,6 +144,9 @@ describe("reporting rebuild", () => {
     expect(await tableOids()).not.toEqual(oidsBefore);
     expect(await indexNames()).toEqual(indexesBefore);
     expect(await triggerNames()).toEqual(triggersBefore);
+    // Storage parameters too (LIKE does not copy them).
+    const options = await sql.query("SELECT reloptions FROM pg_class WHERE oid = 'reporting.positions'::regclass");
+    expect(options.rows[0].reloptions).toEqual(["fillfactor=70"]);
     // The counts were rebuilt too: total_count agrees with the rows.
     expect(await countRows()).toEqual([
       expect.objectContaining({ open_all: ASSETS + 1, open_live: ASSETS + 1 - ASSETS / 25 }),

@@ -265,6 +265,14 @@ async function createBuildTables(db: ReportingDb): Promise<void> {
     for (const c of constraints) {
       await db.$executeRawUnsafe(`ALTER TABLE "${BUILD_SCHEMA}"."${table}" ADD CONSTRAINT "${c.name}" ${c.def}`);
     }
+    // Storage parameters (positions' fillfactor): LIKE does not copy them.
+    const [options] = await db.$queryRawUnsafe<Array<{ reloptions: string[] | null }>>(
+      `SELECT reloptions FROM pg_class WHERE oid = $1::regclass`,
+      `"${LIVE_SCHEMA}"."${table}"`,
+    );
+    if (options?.reloptions?.length) {
+      await db.$executeRawUnsafe(`ALTER TABLE "${BUILD_SCHEMA}"."${table}" SET (${options.reloptions.join(", ")})`);
+    }
   }
   // Triggers (the counts), before the load so the counts follow every batch.
   await db.$transaction(async (tx) => {
