@@ -96,12 +96,27 @@ describe("published events", () => {
       expect(msgId).toBe(event.event_id);
       expect(event).toMatchObject({ version: 1, org_id: orgId });
     }
-    expect(events[0]!.event.data).toMatchObject({ id, name: "a", external_key: created.external_key });
+    // `created` carries the record as the reply showed it, its tags included.
+    expect(events[0]!.event.data).toEqual(created);
     expect(events[2]!.event.data).toEqual(updated);
     expect(events[1]!.event).toMatchObject({ entity_id: tagId, data: { owner_type: "asset", owner_id: id, deleted_at: null } });
     expect(events[6]!.event).toMatchObject({ entity_id: tag2.id, data: { deleted_at: expect.any(String) } });
     expect(events[7]!.event.data).toMatchObject({ id, external_key: "EV-RENAMED", deleted_at: expect.any(String), tags: [] });
     expect(new Set(events.map((e) => e.event.event_id)).size).toBe(events.length);
+
+    // Every published event's outbox row gets marked (in batches, after the replies).
+    const pool = createPool(stack.db.url, 1);
+    try {
+      await eventually(async () => {
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n, count(published_at)::int AS marked FROM catalog.outbox_events WHERE org_id = $1`,
+          [orgId],
+        );
+        return rows[0].n === events.length && rows[0].marked === events.length ? true : undefined;
+      }, 10_000);
+    } finally {
+      await pool.end();
+    }
   });
 
   it("publishes nothing for a rejected change", async () => {

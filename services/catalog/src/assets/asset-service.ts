@@ -17,7 +17,7 @@ import {
 } from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import type { EventPublisher } from "../events/event-outbox.ts";
+import type { EventInput, EventPublisher } from "../events/event-outbox.ts";
 import {
   jsonEqual,
   parseObject,
@@ -99,12 +99,15 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
             }
             throw err;
           });
+          // The tags first, then one read of the record: `created` carries them
+          // (as it would after any later change), followed by their `attached`.
+          const tagEvents: EventInput[] = [];
+          if (request.tags?.length) {
+            await attachTags(tx, async (event) => void tagEvents.push(event), orgId, "asset", id, request.tags, { newOwner: true });
+          }
           const created = await loadAsset(tx, orgId, id);
           await emit({ entity: "asset", verb: "created", orgId, version: created.version, data: created.view });
-          if (request.tags?.length) {
-            await attachTags(tx, emit, orgId, "asset", id, request.tags);
-            return (await loadAsset(tx, orgId, id)).view;
-          }
+          for (const event of tagEvents) await emit(event);
           return created.view;
         });
       } catch (err) {

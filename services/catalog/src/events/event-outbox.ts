@@ -46,8 +46,10 @@ export type AnnounceFn = (orgId: number, seq: number) => void;
 
 const encoder = new TextEncoder();
 
-/** Records an event in the outbox, inside the caller's transaction. */
-export async function recordEvent(tx: Db, input: EventInput): Promise<PendingEvent> {
+/** An event built and serialized, before its outbox row exists. */
+type BuiltEvent = Omit<PendingEvent, "outboxId">;
+
+function buildEvent(input: EventInput): BuiltEvent {
   // Built from typed parts (the views come from our own SQL): no parse needed on the way out.
   const payload = {
     version: 1,
@@ -60,15 +62,31 @@ export async function recordEvent(tx: Db, input: EventInput): Promise<PendingEve
     occurred_at: new Date().toISOString(),
     data: input.data,
   } as CatalogEvent; // the union narrows by entity, which TypeScript cannot follow through EventInput
-  const subject = catalogEventSubject(input.orgId, input.entity, input.verb);
-  const json = JSON.stringify(payload);
-  const row = await queryOne<{ id: string }>(
+  return {
+    eventId: payload.event_id,
+    subject: catalogEventSubject(input.orgId, input.entity, input.verb),
+    orgId: input.orgId,
+    json: JSON.stringify(payload),
+  };
+}
+
+/**
+ * Records a unit of work's events in the outbox, inside its transaction: one
+ * statement for all of them, in emit order (outbox ids order the relay).
+ */
+export async function recordEvents(tx: Db, events: BuiltEvent[]): Promise<PendingEvent[]> {
+  if (!events.length) return [];
+  const rows = await query<{ id: string; event_id: string }>(
     tx,
     `INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
-     VALUES ($1, $2, $3, $4::jsonb) RETURNING id::text AS id`,
-    [payload.event_id, input.orgId, subject, json],
+     SELECT e.event_id, e.org_id, e.subject, e.payload::jsonb
+       FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS e(event_id, org_id, subject, payload, ord)
+      ORDER BY e.ord
+     RETURNING id::text AS id, event_id`,
+    [events.map((e) => e.eventId), events.map((e) => e.orgId), events.map((e) => e.subject), events.map((e) => e.json)],
   );
-  return { outboxId: row!.id, eventId: payload.event_id, subject, orgId: input.orgId, json };
+  const ids = new Map(rows.map((r) => [r.event_id, r.id]));
+  return events.map((e) => ({ ...e, outboxId: ids.get(e.eventId)! }));
 }
 
 /** Emits events from inside a unit of work. */
@@ -103,13 +121,47 @@ export function createEventPublisher(deps: {
   let timer: NodeJS.Timeout | undefined;
   let relaying: Promise<number> | undefined;
 
-  const markPublished = (ids: string[]) =>
-    execute(
-      db,
-      `UPDATE catalog.outbox_events SET published_at = now()
-        WHERE id = ANY($1::bigint[]) AND published_at IS NULL`,
-      [ids],
-    );
+  /**
+   * Published outbox rows, marked in one statement per flush rather than one
+   * transaction (and WAL flush) per write. A mark lost to a crash only makes
+   * the relay publish the event again, de-duplicated by Nats-Msg-Id.
+   */
+  const unmarked = new Set<string>();
+  let marking: Promise<void> | undefined;
+  let markTimer: NodeJS.Timeout | undefined;
+  const MARK_DELAY_MS = 20;
+  const MARK_BATCH_MAX = 1000;
+  function flushMarks(): Promise<void> {
+    clearTimeout(markTimer);
+    markTimer = undefined;
+    if (!unmarked.size) return marking ?? Promise.resolve();
+    const ids = [...unmarked];
+    unmarked.clear();
+    const previous = marking ?? Promise.resolve();
+    const run = previous
+      .then(() =>
+        execute(
+          db,
+          `UPDATE catalog.outbox_events SET published_at = now()
+            WHERE id = ANY($1::bigint[]) AND published_at IS NULL`,
+          [ids],
+        ),
+      )
+      .then(
+        () => undefined,
+        (err: unknown) => logger.warn({ err, events: ids.length }, "could not mark events published"),
+      )
+      .finally(() => {
+        if (marking === run) marking = undefined;
+      });
+    marking = run;
+    return run;
+  }
+  function markPublished(ids: string[]) {
+    for (const id of ids) unmarked.add(id);
+    if (unmarked.size >= MARK_BATCH_MAX) void flushMarks();
+    else markTimer ??= setTimeout(() => void flushMarks(), MARK_DELAY_MS);
+  }
 
   /**
    * Publishes a write's events, pipelined (one connection keeps their order),
@@ -135,9 +187,7 @@ export function createEventPublisher(deps: {
       logger.error({ err: failed.reason, pending: events.length - done.length }, "event publish failed; left to the outbox relay");
       scheduleRelay(1000, 0);
     }
-    if (done.length) {
-      markPublished(done).catch((err: unknown) => logger.warn({ err }, "could not mark events published"));
-    }
+    if (done.length) markPublished(done);
   }
 
   async function relayBatch(minAgeMs: number): Promise<number> {
@@ -194,14 +244,19 @@ export function createEventPublisher(deps: {
 
   return {
     async write(work) {
-      const pending: PendingEvent[] = [];
+      let pending: PendingEvent[] = [];
       // The RPC caller's deadline: past it, the write rolls back rather than commit unseen.
       const result = await inTransaction(
         db,
-        (tx) =>
-          work(tx, async (input) => {
-            pending.push(await recordEvent(tx, input));
-          }),
+        async (tx) => {
+          // Events are built when emitted and recorded together just before commit.
+          const built: BuiltEvent[] = [];
+          const value = await work(tx, async (input) => {
+            built.push(buildEvent(input));
+          });
+          pending = await recordEvents(tx, built);
+          return value;
+        },
         { deadline: currentDeadline() },
       );
       if (pending.length) await publishCommitted(pending);
@@ -226,6 +281,7 @@ export function createEventPublisher(deps: {
       stopped = true;
       clearTimeout(timer);
       await relaying?.catch(() => undefined);
+      await flushMarks();
     },
   };
 }

@@ -20,7 +20,7 @@ import {
 } from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import type { EventPublisher } from "../events/event-outbox.ts";
+import type { EventInput, EventPublisher } from "../events/event-outbox.ts";
 import { hasPlacedAssets } from "../assets/asset-store.ts";
 import { parseObject, readOnlyError, requireObject, storedInstant, throwIfAny, type JsonObject } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
@@ -138,12 +138,14 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
             }
             throw err;
           });
+          // As for assets: the tags first, then one read; `created` carries them.
+          const tagEvents: EventInput[] = [];
+          if (request.tags?.length) {
+            await attachTags(tx, async (event) => void tagEvents.push(event), orgId, "location", id, request.tags, { newOwner: true });
+          }
           const created = await loadLocation(tx, orgId, id);
           await emit({ entity: "location", verb: "created", orgId, version: created.version, data: created.view });
-          if (request.tags?.length) {
-            await attachTags(tx, emit, orgId, "location", id, request.tags);
-            return (await loadLocation(tx, orgId, id)).view;
-          }
+          for (const event of tagEvents) await emit(event);
           return created.view;
         });
       } catch (err) {

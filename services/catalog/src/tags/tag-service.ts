@@ -65,8 +65,10 @@ export async function attachTags(
   owner: OwnerType,
   ownerId: number,
   tags: TagRequest[],
+  options: { newOwner?: boolean } = {},
 ): Promise<TagRecord[]> {
-  await checkTagRoom(tx, orgId, owner, ownerId, tags.length);
+  // An owner created in this transaction holds no tags yet: only the request's own count can exceed the room.
+  if (!options.newOwner || tags.length > TAGS_PER_OWNER_MAX) await checkTagRoom(tx, orgId, owner, ownerId, tags.length);
   const out: TagRecord[] = [];
   for (const tag of tags) {
     let row;
