@@ -1,8 +1,9 @@
 /**
- * Creates the database when missing and applies every service's migrations.
+ * Creates the database when missing, applies every service's migrations, and
+ * records the deployment id in every schema (deployment.ts).
  * `npm run migrate` (a release's migration Job) and `npm start` both use it.
  */
-import { DEFAULT_DATABASE_URL, ensureDatabase, migrate, migrationsDir, serviceDatabaseUrl } from "@whereabouts/shared";
+import { DEFAULT_DATABASE_URL, ensureDatabase, migrate, migrationsDir, recordDeployment, serviceDatabaseUrl } from "@whereabouts/shared";
 
 export const SCHEMAS = [
   { schema: "identity", service: "gateway" },
@@ -13,12 +14,13 @@ export const SCHEMAS = [
 
 export async function migrateAll(env: Record<string, string | undefined> = process.env, log = (m: string) => console.log(m)) {
   const results = [];
-  for (const { schema, service } of SCHEMAS) {
-    const url = serviceDatabaseUrl(service, env) || env.DATABASE_URL || DEFAULT_DATABASE_URL;
-    await ensureDatabase(url);
-    results.push(await migrate({ connectionString: url, schema, migrationsDir: migrationsDir(schema), log }));
+  const targets = SCHEMAS.map(({ schema, service }) => ({ schema, connectionString: serviceDatabaseUrl(service, env) || env.DATABASE_URL || DEFAULT_DATABASE_URL }));
+  for (const { schema, connectionString } of targets) {
+    await ensureDatabase(connectionString);
+    results.push(await migrate({ connectionString, schema, migrationsDir: migrationsDir(schema), log }));
   }
-  return results;
+  const deploymentId = await recordDeployment(targets);
+  return Object.assign(results, { deploymentId });
 }
 
 const isMain = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href;
@@ -26,6 +28,7 @@ if (isMain) {
   migrateAll().then(
     (results) => {
       for (const r of results) console.log(`${r.schema}: ${r.applied.length} applied, ${r.skipped.length} already applied`);
+      console.log(`deployment ${results.deploymentId}`);
     },
     (err: unknown) => {
       console.error(`migrate: ${(err as Error).message}`);

@@ -3,6 +3,7 @@
  * fails at start with every problem listed, never later at first use.
  */
 import { z } from "zod";
+import { StreamPrefix } from "./subjects.ts";
 
 export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/whereabouts";
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
@@ -22,6 +23,8 @@ export const BaseServiceEnv = z.object({
   /** Credentials of the services' NATS user, when the broker requires them. */
   NATS_USER: z.string().min(1).optional(),
   NATS_PASSWORD: z.string().min(1).optional(),
+  /** The stack's namespace on a shared broker (subjects.ts reads it). */
+  STREAM_PREFIX: StreamPrefix,
   /** Replicas of each JetStream stream: 3 on a clustered broker. */
   NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   OPS_PORT: OpsPort,

@@ -26,13 +26,14 @@ import type { Logger } from "pino";
 import { serviceUnavailable } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Worker } from "./service.ts";
+import { logicalSubject, STREAM_PREFIX, wireSubject } from "./subjects.ts";
 
 export type { JsMsg };
 
 export interface ConsumerSpec {
   stream: string;
   durable: string;
-  /** Omit for catch-up consumers (see above). */
+  /** In the contracts' terms (`tracking.events.*.asset.*`); the stack's STREAM_PREFIX is added here. Omit for catch-up consumers (see above). */
   filterSubjects?: string[];
   ackWaitMs: number;
   maxDeliver: number;
@@ -48,9 +49,9 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec):
     max_deliver: spec.maxDeliver,
     max_ack_pending: Math.max(1000, spec.batchSize * 4),
     ...(spec.filterSubjects?.length === 1
-      ? { filter_subject: spec.filterSubjects[0] }
+      ? { filter_subject: wireSubject(spec.filterSubjects[0]!) }
       : spec.filterSubjects?.length
-        ? { filter_subjects: spec.filterSubjects }
+        ? { filter_subjects: spec.filterSubjects.map(wireSubject) }
         : {}),
   };
   try {
@@ -60,6 +61,17 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec):
     if (!(err instanceof Error) || !/not found/i.test(err.message)) throw err;
     await jsm.consumers.add(spec.stream, config);
   }
+}
+
+/**
+ * The message as handlers see it: its subject without the stack's
+ * STREAM_PREFIX, so parsers read `scans.<org_id>.<source>` on every stack.
+ * Everything else (ack, nak, term, info) is the message's own, through the
+ * prototype; the consumer hands out and settles this one object only.
+ */
+function inContractTerms(msg: JsMsg): JsMsg {
+  if (!STREAM_PREFIX) return msg;
+  return Object.create(msg, { subject: { value: logicalSubject(msg.subject), enumerable: true }}) as JsMsg;
 }
 
 /**
@@ -103,7 +115,7 @@ export async function runBatchConsumer(options: {
           msg.nak();
           continue;
         }
-        buffer.push(msg);
+        buffer.push(inContractTerms(msg));
         wake?.();
         if (buffer.length >= spec.batchSize * 2) await new Promise<void>((r) => (resume = r));
       }

@@ -27,7 +27,7 @@ import {
   type RawRpcReply,
 } from "./rpc.ts";
 import type { Metrics } from "./metrics.ts";
-import { PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
+import { logicalSubject, PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
 import { formatTraceparent, newTrace, parseTraceparent } from "./tracing.ts";
 
 export type { NatsConnection, MsgHdrs };
@@ -363,7 +363,7 @@ async function requestRpc(
     if (err instanceof Error && /max_payload|payload exceeded/i.test(err.message)) {
       throw new AppError("payload_too_large", "Request is too large to forward", { cause: err });
     }
-    throw serviceUnavailable(`The ${subject.split(".")[0]} service did not answer`, 1);
+    throw serviceUnavailable(`The ${logicalSubject(subject).split(".")[0]} service did not answer`, 1);
   }
 }
 
@@ -379,7 +379,10 @@ export async function pingService(nc: NatsConnection, service: ServiceName, time
   }
 }
 
-/** The streams every service relies on, created or updated idempotently. */
+/**
+ * The streams every service relies on, created or updated idempotently. A
+ * process entry binds them to its deployment first (deployment.ts).
+ */
 export function streamConfigs(replicas = 1): Array<Partial<StreamConfig> & { name: string }> {
   const common = {
     storage: StorageType.File,

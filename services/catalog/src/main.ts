@@ -1,5 +1,5 @@
 /** Catalog process entry: config, ops server, connections, signals. */
-import { connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
+import { bindDeploymentOrExit, connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
 import { startCatalog } from "./app.ts";
 import { loadCatalogConfig } from "./config.ts";
 
@@ -10,6 +10,8 @@ const metrics = createMetrics({ service: "catalog", processMetrics: true });
 const ops = await startOpsServer({ port: config.OPS_PORT, metrics, logger });
 const nc = await connectNats({ url: config.NATS_URL, name: "catalog", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 // The streams it publishes to (CATALOG) and consumes (TRACKING), idempotently.
+// Streams of another deployment (a stack on another database) are refused before anything touches them.
+await bindDeploymentOrExit({ nc, databaseUrl: config.databaseUrl, schema: "catalog", logger, replicas: config.NATS_STREAM_REPLICAS });
 await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
 const service = await startCatalog({
   nc,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, LogLevel, OpsPort, parseConfig } from "@whereabouts/shared";
+import { DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, LogLevel, OpsPort, parseConfig, StreamPrefix } from "@whereabouts/shared";
 
 export const GatewayEnv = z.object({
   HOST: z.string().default("127.0.0.1"),
@@ -9,6 +9,10 @@ export const GatewayEnv = z.object({
   NATS_URL: z.string().min(1).default(DEFAULT_NATS_URL),
   NATS_USER: z.string().min(1).optional(),
   NATS_PASSWORD: z.string().min(1).optional(),
+  /** The stack's namespace on a shared broker (subjects.ts reads it). */
+  STREAM_PREFIX: StreamPrefix,
+  /** Replicas of the DEPLOYMENT stream, should the gateway be first to create it. */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
   /** The identity schema's own URL, when it lives elsewhere. */
   GATEWAY_DATABASE_URL: z.string().min(1).optional(),

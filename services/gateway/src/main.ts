@@ -1,6 +1,7 @@
 /** Gateway process entry: config, dependencies, ops server, listen, graceful shutdown. */
 import { Redis } from "ioredis";
 import {
+  bindDeploymentOrExit,
   connectNats,
   createLogger,
   createMetrics,
@@ -31,6 +32,8 @@ const db = createIdentityClient(pool);
 const identity = createIdentityStore(db);
 const maintenance = startDbMaintenance({ pool, schema: "identity", logger });
 const nc = await connectNats({ url: config.NATS_URL, name: "gateway", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
+// A gateway of another deployment would send its requests to that stack's services.
+await bindDeploymentOrExit({ nc, databaseUrl: config.identityDatabaseUrl, schema: "identity", logger, replicas: config.NATS_STREAM_REPLICAS });
 const rateLimiter = config.REDIS_URL
   ? createRedisRateLimiter(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), config.RATE_LIMIT_WINDOW_MS, {
       onError: (err) => logger.warn({ err }, "rate limit store unavailable; counting in process"),

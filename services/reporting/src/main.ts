@@ -1,5 +1,5 @@
 /** Reporting process entry: config, ops server, connections, signals. */
-import { connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
+import { bindDeploymentOrExit, connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
 import { startReporting } from "./app.ts";
 import { loadReportingConfig } from "./config.ts";
 
@@ -10,6 +10,8 @@ const metrics = createMetrics({ service: "reporting", processMetrics: true });
 const ops = await startOpsServer({ port: config.OPS_PORT, metrics, logger });
 const nc = await connectNats({ url: config.NATS_URL, name: "reporting", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 // Streams are idempotent to ensure; whichever service boots first creates them.
+// Streams of another deployment (a stack on another database) are refused before anything touches them.
+await bindDeploymentOrExit({ nc, databaseUrl: config.databaseUrl, schema: "reporting", logger, replicas: config.NATS_STREAM_REPLICAS });
 await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
 const service = await startReporting({
   nc,

@@ -1,5 +1,5 @@
 /** Tracking process entry: config, ops server, connections, signals. */
-import { connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
+import { bindDeploymentOrExit, connectNats, createLogger, createMetrics, ensureStreams, onShutdownSignal, startOpsServer } from "@whereabouts/shared";
 import { startTracking } from "./app.ts";
 import { loadTrackingConfig } from "./config.ts";
 
@@ -10,6 +10,8 @@ const metrics = createMetrics({ service: "tracking", processMetrics: true });
 const ops = await startOpsServer({ port: config.OPS_PORT, metrics, logger });
 const nc = await connectNats({ url: config.NATS_URL, name: "tracking", logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
 // The streams it consumes (SCANS, CATALOG) and publishes to (TRACKING, SCANS_DLQ), idempotently.
+// Streams of another deployment (a stack on another database) are refused before anything touches them.
+await bindDeploymentOrExit({ nc, databaseUrl: config.databaseUrl, schema: "tracking", logger, replicas: config.NATS_STREAM_REPLICAS });
 await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
 const service = await startTracking({ nc, logger, databaseUrl: config.databaseUrl, options: config.options, metrics });
 ops.setReadiness(service.readiness);
