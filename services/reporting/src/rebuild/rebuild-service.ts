@@ -20,7 +20,7 @@
  * 5. Drop `reporting_retired` and `reporting_build`.
  */
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { createPool, STREAMS, type Logger, type NatsConnection } from "@whereabouts/shared";
+import { createPool, logicalSubject, STREAMS, type Logger, type NatsConnection } from "@whereabouts/shared";
 import { PoisonMessageError, ProjectionBatch, type StreamKind } from "../projection/projection-service.ts";
 import {
   BUILD_SCHEMA,
@@ -224,7 +224,7 @@ async function replay(
       seq = msg.seq;
       got++;
       try {
-        batch.add(kind, msg.subject, msg.data);
+        batch.add(kind, logicalSubject(msg.subject), msg.data);
       } catch (err) {
         if (!(err instanceof PoisonMessageError)) throw err;
         result.unusable++;
