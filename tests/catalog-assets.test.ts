@@ -1,4 +1,6 @@
 /** Assets end to end: identifiers, records, inbound timestamps, read, delete, rename, isolation. */
+import pg from "pg";
+import { eventually } from "@whereabouts/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "./harness.ts";
 import { apiClient, type ApiCall } from "./openapi-validator.ts";
@@ -180,6 +182,34 @@ describe("external keys", () => {
     expect(b.external_key).toBe("ASSET-0004");
     const empty = await fresh<Body>("POST", "/api/v1/assets", { name: "c", external_key: "" });
     expect(empty.status).toBe(400);
+  });
+
+  it("mints without making an organization's creates take turns", async () => {
+    const fresh = apiClient(stack, (await stack.tenant("Mint Turns Org")).auth);
+    // Hold one create inside its transaction (its tag insert waits on a lock)...
+    const locker = new pg.Client({ connectionString: stack.db.url });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE catalog.tags IN EXCLUSIVE MODE");
+      const lockerPid = (await locker.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      const held = fresh<Body>("POST", "/api/v1/assets", { name: "held", tags: [{ tag_type: "rfid", value: `HELD-${key()}` }] });
+      await eventually(async () => {
+        const { rows } = await locker.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [
+          lockerPid,
+        ]);
+        return rows[0].n >= 1 ? true : undefined;
+      }, 15_000);
+      // ...another create in the same organization still mints and commits.
+      const meanwhile = await fresh<Body>("POST", "/api/v1/assets", { name: "meanwhile" });
+      expect(meanwhile.status, JSON.stringify(meanwhile.body)).toBe(201);
+      await locker.query("ROLLBACK");
+      const first = await held;
+      expect(first.status, JSON.stringify(first.body)).toBe(201);
+      expect([first.body.data.external_key, meanwhile.body.data.external_key].sort()).toEqual(["ASSET-0001", "ASSET-0002"]);
+    } finally {
+      await locker.end();
+    }
   });
 
   it("never mints the same key twice under concurrency", async () => {

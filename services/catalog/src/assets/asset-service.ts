@@ -83,8 +83,8 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
 
     for (let attempt = 0; ; attempt++) {
       try {
+        const externalKey = request.external_key ?? (await mintExternalKey(db, orgId, "asset"));
         return await events.write(async (tx, emit) => {
-          const externalKey = request.external_key ?? (await mintExternalKey(tx, orgId, "asset"));
           const id = await insertAsset(tx, orgId, {
             externalKey,
             name: request.name,

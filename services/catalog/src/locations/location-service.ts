@@ -121,9 +121,9 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
 
     for (let attempt = 0; ; attempt++) {
       try {
+        const externalKey = request.external_key ?? (await mintExternalKey(db, orgId, "location"));
         return await events.write(async (tx, emit) => {
           const parentId = await resolveParentRefs(tx, orgId, request);
-          const externalKey = request.external_key ?? (await mintExternalKey(tx, orgId, "location"));
           const id = await insertLocation(tx, orgId, {
             externalKey,
             name: request.name,
