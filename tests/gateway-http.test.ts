@@ -17,6 +17,7 @@ import { fakeService, startStack, type FakeService, type Stack } from "./harness
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const MIB = 1024 * 1024;
 
+const RPC_TIMEOUT_MS = 1500;
 let stack: Stack;
 let auth: Record<string, string>;
 let catalog: FakeService;
@@ -46,7 +47,9 @@ const catalogAnswers: Record<string, (request: unknown) => { status: number; hea
 };
 
 beforeAll(async () => {
-  stack = await startStack({ label: "gw_http", services: [], rpcTimeoutMs: 400 });
+  // Long enough for a 1 MiB body to go through the echo and back on a busy
+  // machine; short enough that "never answers" cases stay quick.
+  stack = await startStack({ label: "gw_http", services: [], rpcTimeoutMs: RPC_TIMEOUT_MS });
   catalog = fakeService(stack.nc, "catalog", (operation, request) =>
     catalogAnswers[operation]?.(request) ?? { status: 200, headers: {}, body: { data: { operation, request } } },
   );
@@ -441,7 +444,7 @@ describe("503 service_unavailable", () => {
   it("a responder that never replies: 503 after the RPC timeout", async () => {
     const started = Date.now();
     const res = await call({ method: "GET", url: "/api/v1/reports/asset-locations" });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(RPC_TIMEOUT_MS - 50);
     expectEnvelope(res, "service_unavailable", "Service unavailable", 503, "/api/v1/reports/asset-locations");
     expect(Number(res.headers["retry-after"])).toBeGreaterThanOrEqual(1);
   });

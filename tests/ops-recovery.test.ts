@@ -84,7 +84,14 @@ async function writeAndReport(name: string) {
     return res.status === 201 ? ((await res.json()) as { data: { id: number } }) : undefined;
   }, 20_000, 250);
   const assetId = created.data.id;
-  await tracking.position({ assetId, locationId: 1, observedAt: new Date().toISOString(), seq: assetId });
+  // Right after an outage the test's own connection may still be reconnecting:
+  // publish until JetStream acknowledges (the same event again is harmless).
+  const observedAt = new Date().toISOString();
+  await eventually(
+    () => tracking.position({ assetId, locationId: 1, observedAt, seq: assetId }).then(() => true, () => undefined),
+    20_000,
+    250,
+  );
   await eventually(async () => {
     const res = await fetch(`${api}/api/v1/reports/asset-locations?asset_id=${assetId}`, { headers: auth });
     if (res.status !== 200) return undefined;
