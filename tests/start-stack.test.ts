@@ -6,13 +6,14 @@
  * fresh database migrate once.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listMigrations, migrationsDir, repoRoot } from "@whereabouts/shared";
 import { createTestDatabase, freePort, startTestNats, type TestDatabase, type TestNats } from "@whereabouts/shared/testing";
 import { SCHEMAS } from "../scripts/migrate.ts";
+import { childPids } from "./start-support.ts";
 
 /** A database name that does not exist yet (created, then dropped, by the fixture). */
 async function freshDatabaseUrl(label: string): Promise<TestDatabase> {
@@ -54,22 +55,6 @@ async function migrationRows(url: string) {
 async function expectedMigrations() {
   const out: Record<string, string[]> = {};
   for (const { schema } of SCHEMAS) out[schema] = (await listMigrations(migrationsDir(schema))).map((m) => m.name);
-  return out;
-}
-
-/** Direct children of a process (Linux /proc). */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
   return out;
 }
 
