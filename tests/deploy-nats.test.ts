@@ -106,7 +106,11 @@ const readerPassword = "reader-test-password";
 const reader = readers[0]!;
 const readerOrg = Number(READER_SUBJECT.exec(((reader.permissions as JsonObject).publish as { allow: string[] }).allow[0]!)![1]);
 const otherOrg = readerOrg + 1;
-const env = { NATS_SERVICES_PASSWORD: randomBytes(12).toString("hex"), NATS_SYS_PASSWORD: randomBytes(12).toString("hex") };
+// nats-server parses an environment variable's value as a config value: one
+// that starts with a digit is read as a number and fails. Secrets must start
+// with a letter (docs/operations.md), and so do these.
+const secret = () => `s${randomBytes(12).toString("hex")}`;
+const env = { NATS_SERVICES_PASSWORD: secret(), NATS_SYS_PASSWORD: secret() };
 
 let dir: string;
 let server: ChildProcess | undefined;
