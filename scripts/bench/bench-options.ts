@@ -24,7 +24,7 @@ export const CASE_NAMES = [
 export type CaseName = (typeof CASE_NAMES)[number];
 
 export interface BenchProfile {
-  name: "full" | "quick";
+  name: "full" | "quick" | "chaos" | "soak";
   locations: number;
   assets: number;
   /** One asset in this many has "zephyr" in its name. */
