@@ -3,8 +3,7 @@
  * chaos run (a small fleet, 500 reads/s, each fault once) and the soak
  * (`--soak`: 10 minutes by default of ~150 API req/s and 2,000 reads/s).
  */
-import { parseArgs } from "node:util";
-import { QUICK_PROFILE, UsageError, type BenchProfile } from "../bench/bench-options.ts";
+import { parseFlags, QUICK_PROFILE, UsageError, type BenchProfile } from "../bench/bench-options.ts";
 import type { ChaosProfile } from "./chaos-run.ts";
 
 export const USAGE = `usage: npm run chaos -- [--soak] [--minutes <n>] [--rounds <n>] [--json <file>]
@@ -31,24 +30,17 @@ const positive = (name: string, text: string | undefined, fallback: number) => {
 };
 
 export function parseChaosOptions(argv: string[]): ChaosOptions {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        soak: { type: "boolean", default: false },
-        minutes: { type: "string" },
-        rounds: { type: "string" },
-        json: { type: "string" },
-        help: { type: "boolean", default: false },
-      },
-    }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
-  }
-  if (values.help) throw new UsageError(USAGE);
+  const values = parseFlags(
+    argv,
+    {
+      soak: { type: "boolean", default: false },
+      minutes: { type: "string" },
+      rounds: { type: "string" },
+      json: { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+    USAGE,
+  );
   if (!values.soak && values.minutes !== undefined) throw new UsageError(`--minutes goes with --soak\n${USAGE}`);
   const soakSeconds = Math.round(positive("minutes", values.minutes, 10) * 60);
   const bench: BenchProfile = values.soak
