@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { UsageError } from "../scripts/bench/bench-options.ts";
 import type { RssSample } from "../scripts/bench/rss-sampler.ts";
 import { parseChaosOptions } from "../scripts/chaos/chaos-options.ts";
+import { assetCohorts } from "../scripts/chaos/chaos-run.ts";
 import { rssTrend, soakWindows } from "../scripts/chaos/rss-trend.ts";
 import { compareDeadLetters, comparePositions, ScanLedger, type ShownPosition } from "../scripts/chaos/scan-ledger.ts";
 
@@ -119,6 +120,19 @@ describe("rssTrend", () => {
       windows,
     );
     expect(trend!.flat).toBe(false);
+  });
+});
+
+describe("assetCohorts", () => {
+  it("splits the pool into disjoint cohorts covering it, none too small to fill two scans", () => {
+    const pool = Array.from({ length: 458 }, (_, i) => i);
+    const cohorts = assetCohorts(pool, 11);
+    expect(cohorts).toHaveLength(11);
+    expect(cohorts.flat().sort((a, b) => a - b)).toEqual(pool);
+    expect(Math.min(...cohorts.map((c) => c.length))).toBeGreaterThanOrEqual(20);
+    // 31 faults over 458 assets would leave cohorts of 14: fewer, larger ones instead.
+    expect(assetCohorts(pool, 32)).toHaveLength(22);
+    expect(assetCohorts(pool.slice(0, 5), 3)).toEqual([pool.slice(0, 5)]);
   });
 });
 

@@ -13,6 +13,12 @@
  *     through (a marker scan published after them shows they did).
  * Waits poll with a deadline; a deadline that passes is a failed check with
  * the figures it saw, never a hang.
+ *
+ * The assets take turns: each fault, as it strikes, moves the traffic to the
+ * next cohort of assets, and the one before is never scanned again. So the
+ * scans in flight when a fault struck stay their assets' newest, and an
+ * effect lost there shows in the final positions and report instead of
+ * being covered by a later scan.
  */
 import { encodeJson, scanSubject, type DlqReason } from "@whereabouts/shared";
 import type pg from "pg";
@@ -23,7 +29,7 @@ import { paced, publishUntilStored } from "../bench/scan-publisher.ts";
 import { TAGS_PER_EVENT, type BuiltScan } from "../bench/scan-workload.ts";
 import { connectSql } from "../bench/sql-client.ts";
 import { readIngestCounters } from "../bench/tracking-counters.ts";
-import { runFaultSchedule, type FaultRecord } from "./fault-schedule.ts";
+import { FAULTS, runFaultSchedule, type FaultRecord } from "./fault-schedule.ts";
 import { compareDeadLetters, comparePositions, ScanLedger, type PositionComparison } from "./scan-ledger.ts";
 import { deadLettersByReason, historyState, shownPositions, shownReport, type HistoryState } from "./stack-state.ts";
 
@@ -58,6 +64,8 @@ export interface ChaosResult {
   reads: number;
   poison: Record<string, number>;
   publish: { retried: number; storedOnRetry: number; failed: number; maxAttempts: number };
+  /** Groups of assets the traffic moved between, one per fault (and one before the first). */
+  cohorts: number[];
   faults: FaultRecord[];
   /** Seconds from the last fault's recovery until every invariant held. */
   settleSeconds: number | null;
@@ -182,6 +190,8 @@ async function runWithSql(
     }
   };
 
+  const cohorts = assetCohorts(ctx.fleet.assets, profile.rounds * FAULTS.length + 1);
+  let cohort = 0;
   const startedAt = Date.now();
   let publishing = true;
   let poisonSent = 0;
@@ -197,11 +207,8 @@ async function runWithSql(
         if (await send({ subject: scanSubject(ctx.orgId, "chaos-reader"), data, msgID: `chaos-${ctx.runId}-poison-${seq}` })) ledger.poisoned(reason);
         return;
       }
-      const steady = ctx.fleet.steadyReads();
-      const scan = ctx.scans.build(
-        ctx.fleet.locations[steady.location]!,
-        steady.assets.map((a) => ctx.fleet.assets[a]!),
-      );
+      const reads = cohortScan(cohorts[cohort % cohorts.length]!, ctx.seed.locations.length);
+      const scan = ctx.scans.build(ctx.seed.locations[reads.location]!, reads.assets);
       if (await send({ subject: scan.subject, data: scan.data, msgID: scan.eventId })) {
         ledger.stored(scan);
         stored.push(scan);
@@ -215,7 +222,7 @@ async function runWithSql(
 
   let faults: FaultRecord[] = [];
   try {
-    faults = await runFaultSchedule(stack, { ...profile, startedAt, log });
+    faults = await runFaultSchedule(stack, { ...profile, startedAt, log, onStrike: (n) => void (cohort = n) });
     await new Promise((r) => setTimeout(r, profile.calmMs));
   } finally {
     publishing = false;
@@ -253,6 +260,7 @@ async function runWithSql(
     reads: ledger.reads,
     poison: ledger.poisonByReason(),
     publish,
+    cohorts: cohorts.map((c) => c.length),
     faults,
     settleSeconds,
     lost,
@@ -260,6 +268,30 @@ async function runWithSql(
     checks: [...checks, ...duplicateChecks.checks],
     mismatchSamples: [...mismatchSamples, ...duplicateChecks.mismatchSamples],
   };
+}
+
+/**
+ * The pool split into `count` cohorts (fewer when that would leave one too
+ * small to fill a scan twice over).
+ */
+export function assetCohorts<T>(pool: readonly T[], count: number): T[][] {
+  const n = Math.max(1, Math.min(count, Math.floor(pool.length / (2 * TAGS_PER_EVENT))));
+  return Array.from({ length: n }, (_, c) => pool.filter((_, i) => i % n === c));
+}
+
+/**
+ * TAGS_PER_EVENT distinct assets of the cohort, anywhere, read at a random
+ * location: most reads move their asset, a few see it where it is. (The
+ * benchmark's FleetModel gathers assets where many already are, which a
+ * cohort of a few dozen would soon exhaust.)
+ */
+function cohortScan<T>(cohort: readonly T[], locationCount: number): { location: number; assets: T[] } {
+  const picked = [...cohort];
+  for (let i = 0; i < TAGS_PER_EVENT; i++) {
+    const j = i + Math.floor(Math.random() * (picked.length - i));
+    [picked[i], picked[j]] = [picked[j]!, picked[i]!];
+  }
+  return { location: Math.floor(Math.random() * locationCount), assets: picked.slice(0, TAGS_PER_EVENT) };
 }
 
 async function replayDuplicates(

@@ -51,10 +51,21 @@ export async function injectFault(stack: FaultStack, fault: Fault, downMs: numbe
   return { downMs, recoveredMs: Date.now() - restarted };
 }
 
-/** Every fault of `FAULTS`, `rounds` times, with `calmMs` of normal traffic before each. */
+/**
+ * Every fault of `FAULTS`, `rounds` times, with `calmMs` of normal traffic
+ * before each; `onStrike(n)` is called as the n-th (from 1) strikes.
+ */
 export async function runFaultSchedule(
   stack: FaultStack,
-  o: { rounds: number; calmMs: number; processDownMs: number; brokerDownMs: number; startedAt: number; log: (m: string) => void },
+  o: {
+    rounds: number;
+    calmMs: number;
+    processDownMs: number;
+    brokerDownMs: number;
+    startedAt: number;
+    log: (m: string) => void;
+    onStrike?: (n: number) => void;
+  },
 ): Promise<FaultRecord[]> {
   const records: FaultRecord[] = [];
   for (let round = 0; round < o.rounds; round++) {
@@ -63,6 +74,7 @@ export async function runFaultSchedule(
       const atSecond = Math.round((Date.now() - o.startedAt) / 100) / 10;
       const name = describeFault(fault);
       o.log(`${name} at ${atSecond} s`);
+      o.onStrike?.(records.length + 1);
       const timings = await injectFault(stack, fault, fault.kind === "process" ? o.processDownMs : o.brokerDownMs);
       o.log(`${name}: down ${timings.downMs} ms, ready again ${timings.recoveredMs} ms after the restart`);
       records.push({ fault: name, atSecond, ...timings });
