@@ -19,6 +19,8 @@ import {
   publishScan,
   type CatalogFixture,
 } from "../services/tracking/src/testing/tracking-fixtures.ts";
+import { duplicateHistoryRows, historyRowCount } from "../services/tracking/src/testing/history-checks.ts";
+import { killChild } from "../scripts/bench/teardown.ts";
 
 let stack: Stack;
 let cat: CatalogFixture;
@@ -49,23 +51,9 @@ async function seed(count: number) {
   return { location, assets };
 }
 
-async function rowCount(assetIds: number[]): Promise<number> {
-  const { rows } = await sql.query("SELECT count(*)::int AS n FROM tracking.history WHERE org_id = $1 AND asset_id = ANY($2::int[])", [
-    orgId,
-    assetIds,
-  ]);
-  return rows[0].n;
-}
-
-async function duplicateRows(assetIds: number[]): Promise<number> {
-  const { rows } = await sql.query(
-    // Every scan in these tests has its own instant: a duplicate shows as a tie.
-    `SELECT count(*)::int AS n FROM (SELECT asset_id, observed_key >> 4 FROM tracking.history
-      WHERE org_id = $1 AND asset_id = ANY($2::int[]) GROUP BY 1, 2 HAVING count(*) > 1) d`,
-    [orgId, assetIds],
-  );
-  return rows[0].n;
-}
+const rowCount = (assetIds: number[]) => historyRowCount(sql, orgId, assetIds);
+// Every scan in these tests has its own instant: a duplicate shows as a tie.
+const duplicateRows = (assetIds: number[]) => duplicateHistoryRows(sql, orgId, assetIds);
 
 const at = (i: number) => new Date(Date.UTC(2026, 6, 1) + i * 1000).toISOString();
 
@@ -159,12 +147,7 @@ describe("faults", () => {
       children.push(child);
       return child;
     };
-    const kill = (child: ChildProcess) =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGKILL");
-      });
+    const kill = (child: ChildProcess) => killChild(child, "SIGKILL");
 
     try {
       // 1. Hold the batch inside its transaction (positions locked), then kill the process.

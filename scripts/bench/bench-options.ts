@@ -3,7 +3,7 @@
  * (full: under 15 minutes on 2 cores; --quick: under 2 minutes) that size
  * the seed data and the length of every case.
  */
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsConfig } from "node:util";
 
 export const CASE_NAMES = [
   "baseline",
@@ -24,7 +24,7 @@ export const CASE_NAMES = [
 export type CaseName = (typeof CASE_NAMES)[number];
 
 export interface BenchProfile {
-  name: "full" | "quick";
+  name: "full" | "quick" | "chaos" | "soak";
   locations: number;
   assets: number;
   /** One asset in this many has "zephyr" in its name. */
@@ -136,27 +136,36 @@ cases: ${CASE_NAMES.join(", ")} (soak runs only with --soak)
 env: BASE_URL + BENCH_API_KEY to measure a running stack (NATS_URL for the ingest cases,
      BASELINE_DATABASE_URL, the stack's database, for the baseline and history-bytes)`;
 
-export function parseBenchOptions(argv: string[], env: Record<string, string | undefined>): BenchOptions {
+/**
+ * Flags only (no positionals), strictly: an unknown flag or a missing value
+ * is a UsageError carrying `usage`, and so is `--help` (add it to `options`).
+ * Shared by `npm run bench` and `npm run chaos`.
+ */
+export function parseFlags<O extends NonNullable<ParseArgsConfig["options"]>>(argv: string[], options: O, usage: string) {
   let values;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        quick: { type: "boolean", default: false },
-        only: { type: "string" },
-        soak: { type: "boolean", default: false },
-        keep: { type: "boolean", default: false },
-        "api-seed": { type: "boolean", default: false },
-        json: { type: "string" },
-        help: { type: "boolean", default: false },
-      },
-    }));
+    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options }));
   } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
+    throw new UsageError(`${(err as Error).message}\n${usage}`);
   }
-  if (values.help) throw new UsageError(USAGE);
+  if ("help" in values && values.help) throw new UsageError(usage);
+  return values;
+}
+
+export function parseBenchOptions(argv: string[], env: Record<string, string | undefined>): BenchOptions {
+  const values = parseFlags(
+    argv,
+    {
+      quick: { type: "boolean", default: false },
+      only: { type: "string" },
+      soak: { type: "boolean", default: false },
+      keep: { type: "boolean", default: false },
+      "api-seed": { type: "boolean", default: false },
+      json: { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+    USAGE,
+  );
   let cases: CaseName[] = CASE_NAMES.filter((c) => c !== "soak" || values.soak);
   if (values.only !== undefined) {
     const wanted = values.only.split(",").map((s) => s.trim()).filter(Boolean);

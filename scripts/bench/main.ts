@@ -18,7 +18,7 @@ import { describeMachine, formatMachine } from "./machine-info.ts";
 import { clip, formatMs, formatResultsTable } from "./results-table.ts";
 import { countLogLevels, defaultResultsFile, serviceLogFile, writeResults } from "./results-file.ts";
 import { settleStack } from "./stack-settle.ts";
-import { createTeardown } from "./teardown.ts";
+import { runWithTeardown, type Teardown } from "./teardown.ts";
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
@@ -30,26 +30,6 @@ try {
   process.exit(2);
 }
 
-const teardown = createTeardown();
-let stopping = false;
-const onSignal = (signal: NodeJS.Signals) => {
-  if (stopping) return;
-  stopping = true;
-  log(`${signal}: stopping what the benchmark started`);
-  void teardown.run(log).finally(() => process.exit(130));
-};
-process.on("SIGINT", onSignal);
-process.on("SIGTERM", onSignal);
-// A bug must not leave processes and a database behind either.
-const onCrash = (err: unknown) => {
-  log(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  if (stopping) return;
-  stopping = true;
-  void teardown.run(log).finally(() => process.exit(1));
-};
-process.on("uncaughtException", onCrash);
-process.on("unhandledRejection", onCrash);
-
 function summarize(row: CaseRow): string {
   if (row.status !== "ok") return `${row.status}: ${row.note ?? ""}`;
   const rate = row.rate ? `${Math.round(row.rate.value)} ${row.rate.unit}` : (row.summary ?? "");
@@ -57,7 +37,7 @@ function summarize(row: CaseRow): string {
   return `${rate}${latency}, non-2xx ${row.non2xx}, errors ${row.errors}`;
 }
 
-async function main(): Promise<number> {
+async function main({ teardown, isStopping }: { teardown: Teardown; isStopping: () => boolean }): Promise<number> {
   const startedAt = new Date();
   const wall = performance.now();
   const cases = [...options.cases];
@@ -76,7 +56,7 @@ async function main(): Promise<number> {
 
   const rows: CaseRow[] = [];
   for (const name of cases) {
-    if (stopping) break;
+    if (isStopping()) break;
     const c = CASES[name];
     const settle = PASSIVE_CASES.includes(name) ? undefined : await settleStack(ctx);
     if (settle && settle.ms > 1000) log(`waited ${(settle.ms / 1000).toFixed(1)} s for the stack to go quiet`);
@@ -139,14 +119,4 @@ async function main(): Promise<number> {
   return rows.some((r) => r.status === "failed") ? 1 : 0;
 }
 
-main().then(
-  async (code) => {
-    await teardown.run(log);
-    process.exit(code);
-  },
-  async (err: unknown) => {
-    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    await teardown.run(log);
-    process.exit(1);
-  },
-);
+runWithTeardown(main, log);

@@ -5,17 +5,21 @@
  * scripts/start.ts launches them (`node --import tsx services/<name>/src/main.ts`),
  * with the rate limit out of the way. An organization and an all-scopes key
  * come from the admin CLI's own code.
+ *
+ * `npm run chaos` uses the same stack and its handles: each process can be
+ * SIGKILLed and started again alone, and the nats-server stopped and started
+ * on the same port and store.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { connectNats, createLogger, ensureStreams, repoRoot } from "@whereabouts/shared";
-import { createTestDatabase, freePort, startTestNats } from "@whereabouts/shared/testing";
+import { createTestDatabase, freePort, freePortIn, startTestNats, type TestNats } from "@whereabouts/shared/testing";
 import { migrateAll } from "../migrate.ts";
 import { runAdminCommand } from "../../services/gateway/src/admin/admin-cli.ts";
 import { createIdentityClient, createIdentityStore } from "../../services/gateway/src/identity/identity-store.ts";
-import { hasExited, stopChild, type Teardown } from "./teardown.ts";
+import { hasExited, killChild, stopChild, type Teardown } from "./teardown.ts";
 
 export const STACK_PROCESSES = ["catalog", "tracking", "reporting", "gateway"] as const;
 export type StackProcess = (typeof STACK_PROCESSES)[number];
@@ -26,8 +30,29 @@ export interface RunningStack {
   orgId: number;
   natsUrl: string;
   databaseUrl: string;
-  /** Live service processes, for RSS sampling. */
+  /** Live service processes, for RSS sampling; a restarted one replaces its entry. */
   processes: Map<StackProcess, ChildProcess>;
+  /** The private broker: `stop()` and `start()` keep its port and JetStream store. */
+  nats: TestNats;
+  /** Signals one process (SIGKILL: a crash) and resolves once it is gone. */
+  kill(name: StackProcess, signal?: NodeJS.Signals): Promise<void>;
+  /** Starts a stopped process again, as at first. */
+  start(name: StackProcess): void;
+  /** Until the gateway's /readyz answers 200 (every service answers its ping); fails if a process exits. */
+  waitReady(): Promise<void>;
+}
+
+export interface PrivateStackOptions {
+  keep: boolean;
+  /** Where the processes' own log lines (warn and above) go. */
+  serviceLog: string;
+  teardown: Teardown;
+  log: (m: string) => void;
+  /** Names the database `<prefix><label>_<random>` and the processes `whereabouts-<label>-<name>`. */
+  label?: string;
+  databasePrefix?: string;
+  /** Keeps the nats-server's port inside this range (a shared machine's allotment). */
+  natsPorts?: { from: number; to: number };
 }
 
 /** So high that no case ever meets the per-key fixed window. */
@@ -68,20 +93,16 @@ async function waitReady(baseUrl: string, processes: Map<StackProcess, ChildProc
   }
 }
 
-export async function startPrivateStack(options: {
-  keep: boolean;
-  /** Where the processes' own log lines (warn and above) go. */
-  serviceLog: string;
-  teardown: Teardown;
-  log: (m: string) => void;
-}): Promise<RunningStack> {
+export async function startPrivateStack(options: PrivateStackOptions): Promise<RunningStack> {
   const { teardown, log } = options;
-  const db = await createTestDatabase("bench");
+  const label = options.label ?? "bench";
+  const db = await createTestDatabase(label, { prefix: options.databasePrefix });
   teardown.add("database", async () => {
     if (options.keep) log(`kept database ${db.url}`);
     else await db.drop();
   });
-  const nats = await startTestNats();
+  const natsPort = options.natsPorts ? await freePortIn(options.natsPorts.from, options.natsPorts.to) : undefined;
+  const nats = await startTestNats({ port: natsPort });
   teardown.add("nats-server", () => nats.destroy());
   log(`database ${db.url}, nats ${nats.url}, service logs ${options.serviceLog}`);
 
@@ -114,7 +135,9 @@ export async function startPrivateStack(options: {
     await Promise.all([...processes.values()].map((child) => stopChild(child)));
     closeSync(logFd);
   });
-  for (const name of STACK_PROCESSES) {
+  const start = (name: StackProcess) => {
+    const running = processes.get(name);
+    if (running && !hasExited(running)) throw new Error(`${name} is already running (pid ${running.pid})`);
     const entry = path.join(repoRoot, "services", name, "src", "main.ts");
     // As scripts/start.ts runs them, plus a process title: on a shared machine a
     // `pkill -f services/<name>/src/main.ts` meant for another stack must not
@@ -122,12 +145,27 @@ export async function startPrivateStack(options: {
     // stderr the progress lines'.
     // BENCH_CPU_PROF=<dir>: each service writes a .cpuprofile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.join(process.env.BENCH_CPU_PROF, name)}`] : [];
-    const args = [`--title=whereabouts-bench-${name}`, ...profile, "--import", "tsx", entry];
-    const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] });
-    processes.set(name, child);
-  }
+    const args = [`--title=whereabouts-${label}-${name}`, ...profile, "--import", "tsx", entry];
+    processes.set(name, spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] }));
+  };
+  const kill = async (name: StackProcess, signal: NodeJS.Signals = "SIGKILL") => {
+    const child = processes.get(name);
+    if (child) await killChild(child, signal);
+  };
+  for (const name of STACK_PROCESSES) start(name);
   await waitReady(baseUrl, processes);
   const tenant = await createBenchTenant(db.url);
   log(`stack ready at ${baseUrl} (org ${tenant.orgId})`);
-  return { baseUrl, apiKey: tenant.apiKey, orgId: tenant.orgId, natsUrl: nats.url, databaseUrl: db.url, processes };
+  return {
+    baseUrl,
+    apiKey: tenant.apiKey,
+    orgId: tenant.orgId,
+    natsUrl: nats.url,
+    databaseUrl: db.url,
+    processes,
+    nats,
+    kill,
+    start,
+    waitReady: () => waitReady(baseUrl, processes),
+  };
 }

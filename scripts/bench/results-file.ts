@@ -7,9 +7,10 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { repoRoot } from "@whereabouts/shared";
 
-export function defaultResultsFile(startedAt: Date): string {
+/** `kind` prefixes the name (`chaos-`, `soak-`); the benchmark's files have none. */
+export function defaultResultsFile(startedAt: Date, kind?: string): string {
   const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
-  return path.join(repoRoot, "bench-results", `${stamp}.json`);
+  return path.join(repoRoot, "bench-results", `${kind ? `${kind}-` : ""}${stamp}.json`);
 }
 
 export async function writeResults(file: string, results: unknown): Promise<string> {

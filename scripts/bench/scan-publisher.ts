@@ -1,9 +1,34 @@
 /**
  * Publishing scan events to JetStream the way a fleet of readers would:
  * as fast as acks allow with a bounded window, or paced at a rate in 20 ms
- * ticks. Shared by `npm run bench` and scripts/bench-ingest.ts.
+ * ticks. Shared by `npm run bench`, `npm run chaos` and scripts/bench-ingest.ts.
  */
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
+
+/**
+ * Publishes one event until JetStream acknowledges it, through a broker
+ * outage: a try that times out may still have been stored, so every try
+ * carries the same `msgID` and the server keeps one copy (its ack then says
+ * `duplicate`). Rejects once `deadlineMs` has passed without an ack.
+ */
+export async function publishUntilStored(
+  js: JetStreamClient,
+  item: { subject: string; data: Uint8Array; msgID: string },
+  o: { attemptTimeoutMs: number; deadlineMs: number; retryDelayMs?: number },
+): Promise<{ attempts: number; duplicate: boolean }> {
+  const deadline = Date.now() + o.deadlineMs;
+  for (let attempts = 1; ; attempts++) {
+    try {
+      const ack = await js.publish(item.subject, item.data, { msgID: item.msgID, timeout: o.attemptTimeoutMs });
+      return { attempts, duplicate: ack.duplicate };
+    } catch (err) {
+      if (Date.now() + (o.retryDelayMs ?? 250) > deadline) {
+        throw new Error(`${item.subject} ${item.msgID}: no ack within ${o.deadlineMs} ms (${attempts} tries)`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, o.retryDelayMs ?? 250));
+    }
+  }
+}
 
 /** Publishes with at most `window` acks outstanding; resolves when every ack is in. */
 export async function publishAll(js: JetStreamClient, items: Iterable<{ subject: string; data: Uint8Array; msgID?: string }>, window = 2000) {

@@ -21,6 +21,8 @@ export interface ScanEventPayload {
 
 /** One event ready to publish, with what the benchmark needs to check its effects. */
 export interface BuiltScan {
+  /** The payload's event_id, also a fit Nats-Msg-Id for retries. */
+  eventId: string;
   subject: string;
   data: Uint8Array;
   observedAt: string;
@@ -141,13 +143,14 @@ export class ScanFactory {
 
   build(location: SeededLocation, assets: readonly SeededAsset[]): BuiltScan {
     const observedAt = this.clock.next();
+    const eventId = `bench-${this.runId}-${++this.sequence}`;
     const payload: ScanEventPayload = {
-      event_id: `bench-${this.runId}-${++this.sequence}`,
+      event_id: eventId,
       observed_at: observedAt,
       location: { external_key: location.externalKey },
       tags: assets.map((a) => ({ tag_type: "rfid", value: a.tagValue })),
     };
-    return { subject: scanSubject(this.orgId, SCAN_SOURCE_NAME), data: encodeJson(payload), observedAt, location, assets: [...assets] };
+    return { eventId, subject: scanSubject(this.orgId, SCAN_SOURCE_NAME), data: encodeJson(payload), observedAt, location, assets: [...assets] };
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * Everything the benchmark starts registers how to stop it here, so a normal
+ * Everything the benchmark (or `npm run chaos`) starts registers how to stop it here, so a normal
  * end, an error and Ctrl-C all stop the same things, last started first.
  */
 import type { ChildProcess } from "node:child_process";
@@ -47,4 +47,54 @@ export async function stopChild(child: ChildProcess, graceMs = 8000): Promise<vo
   }, graceMs);
   await exited;
   clearTimeout(timer);
+}
+
+/** Sends `signal` (SIGKILL by default: a crash, no shutdown code runs); resolves once the process is gone. */
+export async function killChild(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+  if (hasExited(child)) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill(signal);
+  await exited;
+}
+
+/**
+ * Runs a script's `main` so that a normal end, an error, Ctrl-C and a crash
+ * (an uncaught error, an unhandled rejection) all stop what it started, then
+ * exits: with main's code, 1 on an error, 130 on a signal. `isStopping`
+ * tells a long loop in main to break off.
+ */
+export function runWithTeardown(
+  main: (scope: { teardown: Teardown; isStopping: () => boolean }) => Promise<number>,
+  log: (message: string) => void,
+): void {
+  const teardown = createTeardown();
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping what was started`);
+    void teardown.run(log).finally(() => process.exit(130));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  // A bug must not leave processes and a database behind either.
+  const onCrash = (err: unknown) => {
+    log(`unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    if (stopping) return;
+    stopping = true;
+    void teardown.run(log).finally(() => process.exit(1));
+  };
+  process.on("uncaughtException", onCrash);
+  process.on("unhandledRejection", onCrash);
+  main({ teardown, isStopping: () => stopping }).then(
+    async (code) => {
+      await teardown.run(log);
+      process.exit(code);
+    },
+    async (err: unknown) => {
+      log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      await teardown.run(log);
+      process.exit(1);
+    },
+  );
 }

@@ -28,15 +28,36 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port in [from, to], for runs told to keep to a range (a shared
+ * machine hands each user its own); throws when every one is taken.
+ */
+export async function freePortIn(from: number, to: number): Promise<number> {
+  for (let port = from; port <= to; port++) {
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error(`no free port in ${from}-${to}`);
+}
+
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-/** A fresh database on the machine's Postgres (DATABASE_URL's server). */
-export async function createTestDatabase(label: string): Promise<TestDatabase> {
+/**
+ * A fresh database on the machine's Postgres (DATABASE_URL's server), named
+ * `<prefix><label>_<random>`: tests use the default prefix, scripts their own
+ * (`wa_chaos_` for `npm run chaos`), so a leftover says who left it.
+ */
+export async function createTestDatabase(label: string, options: { prefix?: string } = {}): Promise<TestDatabase> {
   const base = new URL(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || DEFAULT_DATABASE_URL);
-  const name = `t_${label.replace(/[^a-z0-9]/gi, "_").toLowerCase()}_${randomBytes(4).toString("hex")}`.slice(0, 60);
+  const prefix = options.prefix ?? "t_";
+  const name = `${prefix}${label.replace(/[^a-z0-9]/gi, "_").toLowerCase()}_${randomBytes(4).toString("hex")}`.slice(0, 60);
   base.pathname = `/${name}`;
   const url = base.toString();
   await ensureDatabase(url);
@@ -46,8 +67,11 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
 export interface TestNats {
   url: string;
   port: number;
-  /** Stops the server (keeping its store), as a crash or restart would. */
-  stop(): Promise<void>;
+  /**
+   * Stops the server (keeping its store), as a restart (SIGTERM) or a crash
+   * (SIGKILL) would; `start()` brings it back on the same port and store.
+   */
+  stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
   start(): Promise<void>;
   /** Stops it and removes its store. */
   destroy(): Promise<void>;
@@ -57,9 +81,10 @@ const NATS_BIN = process.env.NATS_SERVER_BIN || "nats-server";
 /** Bytes; a 1 MiB HTTP body plus its RPC envelope must fit. */
 export const NATS_MAX_PAYLOAD = 8 * 1024 * 1024;
 
-/** Starts a private nats-server with JetStream on a free port. */
-export async function startTestNats(extraArgs: string[] = []): Promise<TestNats> {
-  const port = await freePort();
+/** Starts a private nats-server with JetStream on `port` (by default a free one). */
+export async function startTestNats(options: { port?: number; extraArgs?: string[] } = {}): Promise<TestNats> {
+  const extraArgs = options.extraArgs ?? [];
+  const port = options.port ?? (await freePort());
   const storeDir = await mkdtemp(path.join(tmpdir(), "wa-nats-"));
   // Room for a 1 MiB request body inside its RPC envelope (the default is 1 MB).
   const configFile = path.join(storeDir, "nats.conf");
@@ -71,13 +96,13 @@ export async function startTestNats(extraArgs: string[] = []): Promise<TestNats>
     });
     await waitForPort(port, 10_000);
   };
-  const stop = async () => {
+  const stop = async (signal: "SIGTERM" | "SIGKILL" = "SIGTERM") => {
     const proc = child;
     child = undefined;
-    if (!proc || proc.exitCode !== null) return;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       proc.once("exit", () => resolve());
-      proc.kill("SIGTERM");
+      proc.kill(signal);
     });
   };
   await start();
@@ -87,7 +112,7 @@ export async function startTestNats(extraArgs: string[] = []): Promise<TestNats>
     start,
     stop,
     destroy: async () => {
-      await stop();
+      await stop("SIGTERM");
       await rm(storeDir, { recursive: true, force: true });
     },
   };
