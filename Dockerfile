@@ -1,10 +1,16 @@
 # syntax=docker/dockerfile:1.7
-# One image build, one target per service: gateway, catalog, tracking, reporting, migrate.
-# Services run their TypeScript with tsx (a runtime dependency); there is no separate emit step.
+# One target per image: gateway, catalog, tracking, reporting, migrate.
+#   docker build --target catalog -t whereabouts/catalog .
+# The build stage compiles every service to JavaScript (scripts/build.ts:
+# services/<name>/dist) and prunes the workspace per service (turbo prune
+# --docker: that service's package.json files and a lockfile cut to its
+# dependencies). Each image then holds only its own compiled code and its own
+# production dependencies, and runs `node dist/main.js`: no TypeScript, no
+# loader, no other service's packages.
 
 FROM node:20.20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc turbo.json ./
 COPY packages/shared/package.json packages/shared/
 COPY services/gateway/package.json services/gateway/
 COPY services/catalog/package.json services/catalog/
@@ -15,7 +21,11 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 # Prisma clients are generated into each service; generate needs no native engine.
 RUN PRISMA_SCHEMA_ENGINE_BINARY=/usr/local/bin/node npx tsx scripts/prisma-generate.ts \
- && npx turbo run typecheck
+ && npx turbo run typecheck \
+ && npx tsx scripts/build.ts \
+ && for ws in gateway catalog tracking reporting shared; do \
+      npx turbo prune "@whereabouts/$ws" --docker --out-dir "/pruned/$ws"; \
+    done
 
 FROM node:20.20-bookworm-slim AS runtime
 RUN apt-get update \
@@ -23,45 +33,47 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production
-COPY package.json package-lock.json ./
-COPY packages/shared/package.json packages/shared/
-COPY services/gateway/package.json services/gateway/
-COPY services/catalog/package.json services/catalog/
-COPY services/tracking/package.json services/tracking/
-COPY services/reporting/package.json services/reporting/
-COPY tests/package.json tests/
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
-# Sources only (with the generated Prisma clients): nothing from the build
-# stage's node_modules, which hold the dev dependencies.
-COPY --from=build /app/packages/shared/src packages/shared/src
-COPY --from=build /app/services/gateway/src services/gateway/src
-COPY --from=build /app/services/catalog/src services/catalog/src
-COPY --from=build /app/services/tracking/src services/tracking/src
-COPY --from=build /app/services/reporting/src services/reporting/src
-COPY --from=build /app/prisma prisma
-COPY --from=build /app/scripts/migrate.ts scripts/migrate.ts
-# tsx compiles with the repository's compiler options, as in `npm start`.
-COPY --from=build /app/tsconfig.json /app/tsconfig.base.json ./
 # The image's unprivileged "node" user (uid 1000; the manifests' runAsUser).
-USER node
 # tini as PID 1: forwards SIGTERM to node (graceful shutdown) and reaps zombies.
 ENTRYPOINT ["/usr/bin/tini", "--"]
 
 FROM runtime AS gateway
+COPY --from=build /pruned/gateway/json/ ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/services/gateway/dist services/gateway/dist
+USER node
 EXPOSE 8080 9464
-CMD ["node", "--import", "tsx", "services/gateway/src/main.ts"]
+CMD ["node", "--enable-source-maps", "services/gateway/dist/main.js"]
 
 FROM runtime AS catalog
+COPY --from=build /pruned/catalog/json/ ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/services/catalog/dist services/catalog/dist
+USER node
 EXPOSE 9464
-CMD ["node", "--import", "tsx", "services/catalog/src/main.ts"]
+CMD ["node", "--enable-source-maps", "services/catalog/dist/main.js"]
 
 FROM runtime AS tracking
+COPY --from=build /pruned/tracking/json/ ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/services/tracking/dist services/tracking/dist
+USER node
 EXPOSE 9464
-CMD ["node", "--import", "tsx", "services/tracking/src/main.ts"]
+CMD ["node", "--enable-source-maps", "services/tracking/dist/main.js"]
 
 FROM runtime AS reporting
+COPY --from=build /pruned/reporting/json/ ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/services/reporting/dist services/reporting/dist
+USER node
 EXPOSE 9464
-CMD ["node", "--import", "tsx", "services/reporting/src/main.ts"]
+CMD ["node", "--enable-source-maps", "services/reporting/dist/main.js"]
 
+# The migrator: the shared package's production dependencies, its bundle and the migrations.
 FROM runtime AS migrate
-CMD ["node", "--import", "tsx", "scripts/migrate.ts"]
+COPY --from=build /pruned/shared/json/ ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/packages/shared/dist packages/shared/dist
+COPY --from=build /app/prisma prisma
+USER node
+CMD ["node", "--enable-source-maps", "packages/shared/dist/migrate.js"]

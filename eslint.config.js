@@ -17,4 +17,17 @@ export default tseslint.config(
     files: ["**/*.js"],
     languageOptions: { globals: { process: "readonly", console: "readonly" } },
   },
+  {
+    // The handheld page runs in the browser.
+    files: ["services/gateway/src/handheld/page/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: {
+        window: "readonly", document: "readonly", navigator: "readonly", fetch: "readonly", indexedDB: "readonly",
+        sessionStorage: "readonly", setTimeout: "readonly", setInterval: "readonly", crypto: "readonly", HTMLInputElement: "readonly",
+        HTMLSelectElement: "readonly", console: "readonly",
+      },
+    },
+    rules: { "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }] },
+  },
 );

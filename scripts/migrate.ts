@@ -3,7 +3,16 @@
  * records the deployment id in every schema (deployment.ts).
  * `npm run migrate` (a release's migration Job) and `npm start` both use it.
  */
-import { DEFAULT_DATABASE_URL, ensureDatabase, migrate, migrationsDir, recordDeployment, serviceDatabaseUrl } from "@whereabouts/shared";
+import {
+  ConfigError,
+  DEFAULT_DATABASE_URL,
+  ensureDatabase,
+  migrate,
+  migrationsDir,
+  missingInProduction,
+  recordDeployment,
+  serviceDatabaseUrl,
+} from "@whereabouts/shared";
 
 export const SCHEMAS = [
   { schema: "identity", service: "gateway" },
@@ -13,6 +22,8 @@ export const SCHEMAS = [
 ] as const;
 
 export async function migrateAll(env: Record<string, string | undefined> = process.env, log = (m: string) => console.log(m)) {
+  const missing = missingInProduction(["DATABASE_URL"], env);
+  if (missing.length) throw new ConfigError(`Invalid configuration:\n  ${missing.map((k) => `${k}: required when NODE_ENV=production`).join("\n  ")}`);
   const results = [];
   const targets = SCHEMAS.map(({ schema, service }) => ({ schema, connectionString: serviceDatabaseUrl(service, env) || env.DATABASE_URL || DEFAULT_DATABASE_URL }));
   for (const { schema, connectionString } of targets) {

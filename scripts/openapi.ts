@@ -12,6 +12,32 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import {
+  AssetBulkUpload,
+  LOCATION_SUMMARY_OPERATION,
+  LocationSummaryView,
+  SCAN_POINT_OPERATIONS,
+  ScanPointCreateRequest,
+  ScanPointPatchRequest,
+  ScanPointView,
+  AssetMissingDataV1,
+  AssetMovedDataV1,
+  DwellExceededDataV1,
+  EventFeedPage,
+  PartnerEvent,
+  ZoneCrossingDataV1,
+  EVENTS_OPERATIONS,
+  JobRowError,
+  JobView,
+  OrgSettingsPatch,
+  OrgSettingsView,
+  PARTNER_EVENT_TYPES,
+  SETTINGS_OPERATIONS,
+  WebhookCreateRequest,
+  WebhookDeliveryView,
+  WebhookPatchRequest,
+  WebhookReplayResult,
+  WebhookView,
+  WebhookWithSecret,
   AssetCreateRequest,
   AssetHistoryItem,
   AssetLocationItem,
@@ -55,21 +81,52 @@ const responseSchemas = {
   AssetResponse: DataEnvelope(AssetView),
   LocationResponse: DataEnvelope(LocationView),
   OrgResponse: DataEnvelope(OrgView),
+  OrgSettings: OrgSettingsView,
+  OrgSettingsResponse: DataEnvelope(OrgSettingsView),
+  JobView,
+  JobRowError,
+  JobResponse: DataEnvelope(JobView),
+  ScanPointView,
+  ScanPointResponse: DataEnvelope(ScanPointView),
+  ScanPointList: ListEnvelope(ScanPointView),
+  LocationSummary: LocationSummaryView,
+  LocationSummaryResponse: DataEnvelope(LocationSummaryView),
   AssetList: ListEnvelope(AssetView),
   LocationList: ListEnvelope(LocationView),
   AssetHistoryList: ListEnvelope(AssetHistoryItem),
   AssetLocationList: ListEnvelope(AssetLocationItem),
   AssetRenameResponse: RenameResponse(AssetView),
   LocationRenameResponse: RenameResponse(LocationView),
+  PartnerEvent,
+  AssetMovedDataV1,
+  ZoneCrossingDataV1,
+  DwellExceededDataV1,
+  AssetMissingDataV1,
+  EventFeedPage,
+  WebhookView,
+  WebhookWithSecret,
+  WebhookDeliveryView,
+  WebhookReplayResult,
+  WebhookResponse: DataEnvelope(WebhookView),
+  WebhookSecretResponse: DataEnvelope(WebhookWithSecret),
+  WebhookList: ListEnvelope(WebhookView),
+  WebhookDeliveryList: ListEnvelope(WebhookDeliveryView),
+  WebhookReplayResponse: DataEnvelope(WebhookReplayResult),
 };
 
 const requestSchemas = {
+  AssetBulkUpload,
   TagRequest,
   AssetCreateRequest,
   AssetPatchRequest,
   LocationCreateRequest,
   LocationPatchRequest,
   RenameRequest,
+  WebhookCreateRequest,
+  WebhookPatchRequest,
+  OrgSettingsPatch,
+  ScanPointCreateRequest,
+  ScanPointPatchRequest,
 };
 
 const SAFE_INT = Number.MAX_SAFE_INTEGER;
@@ -136,6 +193,7 @@ const LIST_PARAMS: Record<string, Json[]> = {
     query("parent_id", idSchema, "Children of any of these locations; exclusive with parent_external_key", true),
     query("parent_external_key", keySchema, "Children of any of these location keys; exclusive with parent_id", true),
     isActive,
+    query("is_zone", { type: "boolean" }, "Filter on is_zone"),
     includeDeleted,
     q("name, external_key, description"),
     ...pageParams,
@@ -149,6 +207,30 @@ const LIST_PARAMS: Record<string, Json[]> = {
     query("to", { type: "string", format: "date-time" }, "Observation window end (exclusive), RFC 3339"),
     ...pageParams,
     sortParam(["event_observed_at"], "-event_observed_at"),
+  ],
+  [EVENTS_OPERATIONS.feed]: [
+    query("after", { type: "string" }, "A next_cursor of this feed: events after it (default: the oldest kept)"),
+    query("type", { type: "string", enum: [...PARTNER_EVENT_TYPES] }, "Any of these event types (repeat the parameter)", true),
+    pageParams[0]!,
+  ],
+  [EVENTS_OPERATIONS.list]: pageParams,
+  [EVENTS_OPERATIONS.deliveries]: [
+    query("state", { type: "string", enum: ["pending", "delivered", "failed"] }, "Any of these states", true),
+    query("event_id", { type: "string" }, "Any of these events", true),
+    ...pageParams,
+  ],
+  [EVENTS_OPERATIONS.replay]: [
+    { ...query("from", { type: "string", format: "date-time" }, "Events that occurred at or after this instant (RFC 3339)"), required: true },
+    query("to", { type: "string", format: "date-time" }, "Events that occurred before this instant (RFC 3339); default: now"),
+  ],
+  [SCAN_POINT_OPERATIONS.list]: [
+    query("source", { type: "string", minLength: 1, maxLength: 255, pattern: "^[A-Za-z0-9_-]+$" }, "Any of these sources (repeat the parameter)", true),
+    query("antenna", { type: "integer", minimum: 0, maximum: MAX_ID }, "Any of these antennas", true),
+    query("location_id", idSchema, "Any of these locations; exclusive with location_external_key", true),
+    query("location_external_key", keySchema, "Any of these location keys; exclusive with location_id", true),
+    includeDeleted,
+    ...pageParams,
+    sortParam(["source", "created_at", "updated_at"], "source (a source's default mapping, antenna null, first), then antenna, then id"),
   ],
   "report.asset_locations": [
     query("location_id", idSchema, "Any of these locations; exclusive with location_external_key", true),
@@ -167,7 +249,9 @@ const LIST_PARAMS: Record<string, Json[]> = {
 interface OperationDoc {
   summary: string;
   request?: string;
-  status: 200 | 201 | 204;
+  /** The request's media type, when not the method's usual one. */
+  requestMedia?: string;
+  status: 200 | 201 | 202 | 204;
   response?: string;
   /** Error statuses beyond the common ones. */
   errors: number[];
@@ -176,6 +260,14 @@ interface OperationDoc {
 
 const OPERATIONS: Record<string, OperationDoc> = {
   "orgs.me": { summary: "The caller's organization", status: 200, response: "OrgResponse", errors: [422] },
+  [SETTINGS_OPERATIONS.get]: { summary: "The organization's settings (defaults filled in)", status: 200, response: "OrgSettingsResponse", errors: [422] },
+  [SETTINGS_OPERATIONS.update]: {
+    summary: "Change the organization's settings (JSON Merge Patch; an unknown setting is 400 unknown_field)",
+    request: "OrgSettingsPatch",
+    status: 200,
+    response: "OrgSettingsResponse",
+    errors: [400, 413, 415, 422],
+  },
   "asset.list": { summary: "List assets", status: 200, response: "AssetList", errors: [400] },
   "asset.create": {
     summary: "Create an asset",
@@ -185,6 +277,16 @@ const OPERATIONS: Record<string, OperationDoc> = {
     errors: [400, 409, 413, 415],
     location: "/api/v1/assets/{asset_id}",
   },
+  "asset.bulk": {
+    summary: "Upload assets as CSV (a job): parts file, mode (upsert | create), on_error (abort | skip)",
+    request: "AssetBulkUpload",
+    requestMedia: "multipart/form-data",
+    status: 202,
+    response: "JobResponse",
+    errors: [400, 413, 415],
+    location: "/api/v1/jobs/{job_id}",
+  },
+  "job.get": { summary: "A job and its progress", status: 200, response: "JobResponse", errors: [400, 404] },
   "asset.get": { summary: "Get an asset", status: 200, response: "AssetResponse", errors: [400, 404] },
   "asset.update": {
     summary: "Update an asset (JSON Merge Patch)",
@@ -267,11 +369,71 @@ const OPERATIONS: Record<string, OperationDoc> = {
     response: "LocationList",
     errors: [400, 404],
   },
+  [LOCATION_SUMMARY_OPERATION]: {
+    summary: "Roll-up of a location's subtree: live, currently effective assets here and below, and when one was last seen",
+    status: 200,
+    response: "LocationSummaryResponse",
+    errors: [400, 404],
+  },
+  [SCAN_POINT_OPERATIONS.list]: { summary: "List scan points (currently effective)", status: 200, response: "ScanPointList", errors: [400] },
+  [SCAN_POINT_OPERATIONS.create]: {
+    summary: "Map a reader's source (and antenna) to a location; 409 when the live pair exists",
+    request: "ScanPointCreateRequest",
+    status: 201,
+    response: "ScanPointResponse",
+    errors: [400, 409, 413, 415],
+    location: "/api/v1/scan-points/{scan_point_id}",
+  },
+  [SCAN_POINT_OPERATIONS.get]: { summary: "Get a scan point", status: 200, response: "ScanPointResponse", errors: [400, 404] },
+  [SCAN_POINT_OPERATIONS.update]: {
+    summary: "Update a scan point (JSON Merge Patch)",
+    request: "ScanPointPatchRequest",
+    status: 200,
+    response: "ScanPointResponse",
+    errors: [400, 404, 409, 413, 415],
+  },
+  [SCAN_POINT_OPERATIONS.delete]: { summary: "Soft-delete a scan point", status: 204, errors: [400, 404] },
   "report.asset_locations": {
     summary: "Where each scanned asset was last seen",
     status: 200,
     response: "AssetLocationList",
     errors: [400],
+  },
+  [EVENTS_OPERATIONS.feed]: {
+    summary: "Partner events, oldest first, from a cursor (410 when the cursor is past retention)",
+    status: 200,
+    response: "EventFeedPage",
+    errors: [400, 410],
+  },
+  [EVENTS_OPERATIONS.create]: {
+    summary: "Subscribe a URL to event types; the signing secret is in this response only",
+    request: "WebhookCreateRequest",
+    status: 201,
+    response: "WebhookSecretResponse",
+    errors: [400, 413, 415],
+    location: "/api/v1/webhooks/{webhook_id}",
+  },
+  [EVENTS_OPERATIONS.list]: { summary: "List webhooks", status: 200, response: "WebhookList", errors: [400] },
+  [EVENTS_OPERATIONS.get]: { summary: "Get a webhook", status: 200, response: "WebhookResponse", errors: [400, 404] },
+  [EVENTS_OPERATIONS.update]: {
+    summary: "Update a webhook (JSON Merge Patch); rotate_secret: true returns a new secret, the old one signs too for 24 h",
+    request: "WebhookPatchRequest",
+    status: 200,
+    response: "WebhookSecretResponse",
+    errors: [400, 404, 413, 415],
+  },
+  [EVENTS_OPERATIONS.delete]: { summary: "Delete a webhook (nothing more is sent to it)", status: 204, errors: [400, 404] },
+  [EVENTS_OPERATIONS.deliveries]: {
+    summary: "The delivery log: one row per attempt, newest first",
+    status: 200,
+    response: "WebhookDeliveryList",
+    errors: [400, 404],
+  },
+  [EVENTS_OPERATIONS.replay]: {
+    summary: "Send a window of events (of the webhook's types) again, in order",
+    status: 202,
+    response: "WebhookReplayResponse",
+    errors: [400, 404],
   },
 };
 
@@ -283,6 +445,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: "not_found",
   405: "method_not_allowed (Allow header lists the supported methods)",
   409: "conflict",
+  410: "gone",
   413: "payload_too_large",
   415: "unsupported_media_type",
   422: "missing_org_context",
@@ -333,7 +496,7 @@ function operationObject(pathTemplate: string, method: RouteMethod, operation: s
     security: [{ bearerAuth: [] }],
     parameters: [...pathParams, ...(LIST_PARAMS[operation] ?? [])],
     ...(doc.request
-      ? { requestBody: { required: true, content: { [MEDIA_TYPES[method]!]: { schema: ref(doc.request) } } } }
+      ? { requestBody: { required: true, content: { [doc.requestMedia ?? MEDIA_TYPES[method]!]: { schema: ref(doc.request) } } } }
       : {}),
     responses,
   };

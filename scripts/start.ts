@@ -1,8 +1,9 @@
 /**
  * `npm start`: find or start the servers (Postgres, NATS), create the
  * database if missing, apply every migration, bind the streams to this
- * database's deployment and create them, then run the gateway and the three
- * services as separate processes until SIGINT/SIGTERM, which each of them
+ * database's deployment and create them, compile the services (scripts/build.ts),
+ * then run the gateway and the three services as separate processes
+ * (`node services/<name>/dist/main.js`, as in production) until SIGINT/SIGTERM, which each of them
  * handles by finishing in-flight work before exiting. A process that dies on
  * its own is restarted; one that does not stop within the grace period is
  * killed. Servers it started itself are stopped last.
@@ -22,6 +23,7 @@ import {
   STREAM_PREFIX,
   StreamPrefix,
 } from "@whereabouts/shared";
+import { BUNDLES, buildBundles } from "./build.ts";
 import { migrateAll } from "./migrate.ts";
 import { chooseDatabase } from "./start/database.ts";
 import type { EmbeddedPostgres } from "./start/embedded-postgres.ts";
@@ -72,9 +74,9 @@ async function warnWithoutMqtt(): Promise<void> {
 }
 
 function launch(name: (typeof PROCESSES)[number]) {
-  const entry = path.join(repoRoot, "services", name, "src", "main.ts");
+  const entry = path.join(repoRoot, BUNDLES[name]!.dir, "dist", "main.js");
   const env = { ...process.env, ...serviceEnv, OPS_PORT: String(config.OPS_PORT && config.OPS_PORT + PROCESSES.indexOf(name)) };
-  const child = spawn(process.execPath, ["--import", "tsx", entry], { stdio: "inherit", env, cwd: repoRoot });
+  const child = spawn(process.execPath, ["--enable-source-maps", entry], { stdio: "inherit", env, cwd: repoRoot });
   children.set(name, child);
   child.on("exit", (code, signal) => {
     if (children.get(name) === child) children.delete(name);
@@ -154,6 +156,8 @@ async function main() {
     await nc.close();
   }
   log(`database migrated, streams ready (deployment ${deploymentId}${STREAM_PREFIX ? `, STREAM_PREFIX ${STREAM_PREFIX}` : ""})`);
+  // Always from the current sources: about a second.
+  await buildBundles([...PROCESSES]);
   // A signal during the steps above stops before anything is launched.
   if (stopping) return;
   PROCESSES.forEach(launch);

@@ -13,7 +13,7 @@ import { startStack, type Stack } from "./harness.ts";
 
 const run = promisify(execFile);
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-const ALL = ["assets:read", "assets:write", "locations:read", "locations:write", "reports:read", "scans:write"];
+const ALL = ["assets:read", "assets:write", "locations:read", "locations:write", "reports:read", "scans:write", "events:read", "webhooks:write", "settings:write"];
 
 interface CliResult {
   code: number;

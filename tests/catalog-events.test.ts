@@ -17,7 +17,7 @@ import {
   waitForConsumer,
   type RunningService,
 } from "@whereabouts/shared";
-import { eventually } from "@whereabouts/shared/testing";
+import { eventually, readDeadLetters } from "@whereabouts/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCatalog } from "../services/catalog/src/app.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -222,6 +222,9 @@ describe("asset position from tracking", () => {
     await js.publish(`tracking.events.${orgId}.asset.moved`, encodeJson({ nonsense: true }));
     await js.publish(`tracking.events.${orgId}.asset.seen`, encodeJson({ version: 1 }));
     await applied();
+    // The malformed one is kept, with its reason, on DEAD_LETTERS (seen messages are not catalog's).
+    const letters = (await readDeadLetters(stack.nc, DURABLES.catalogTracking)).filter((l) => l.subject === `tracking.events.${orgId}.asset.moved`);
+    expect(letters.map((l) => [l.reason, l.text])).toEqual([["malformed_event", JSON.stringify({ nonsense: true })]]);
     await move(l1.id, "2026-01-02T00:00:00.000Z", 4);
     const last = await position();
     expect(last).toMatchObject({ location_id: l1.id, updated_at: a.updated_at });

@@ -27,6 +27,8 @@ const LOCATION_KEYS = [
   "is_active",
   "parent_id",
   "parent_external_key",
+  "is_zone",
+  "max_dwell_s",
   "valid_from",
   "valid_to",
   "created_at",

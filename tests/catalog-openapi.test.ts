@@ -48,7 +48,7 @@ describe("docs/openapi.json", () => {
     const schemas = doc.components.schemas;
     for (const [name, nullable] of [
       ["AssetView", ["description", "valid_to", "location_id", "location_external_key", "deleted_at"]],
-      ["LocationView", ["description", "parent_id", "parent_external_key", "valid_to", "deleted_at"]],
+      ["LocationView", ["description", "parent_id", "parent_external_key", "max_dwell_s", "valid_to", "deleted_at"]],
       ["TagView", ["valid_to"]],
       ["AssetHistoryItem", ["location_id", "location_external_key", "duration_seconds"]],
       ["AssetLocationItem", ["location_id", "location_external_key", "asset_deleted_at"]],

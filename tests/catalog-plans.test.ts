@@ -7,7 +7,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
+import { createTestDatabase, eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll } from "../scripts/migrate.ts";
 import { findAsset, lockAsset } from "../services/catalog/src/assets/asset-store.ts";
 import { findLocation } from "../services/catalog/src/locations/location-store.ts";
@@ -56,11 +56,15 @@ beforeAll(async () => {
     SELECT a.org_id, 'asset', a.id, 'rfid', 'E280' || lpad(a.id::text, 8, '0'), now() FROM catalog.assets a;
     INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
     SELECT 1, 'location', l.id, 'barcode', 'LOCBC-' || l.id, now() FROM catalog.locations l;`);
-  const { rows } = await pool.query<{ n: string }>(
-    `SELECT count(*) AS n FROM pg_stat_user_tables
-      WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags', 'asset_positions') AND n_mod_since_analyze >= 7000`,
-  );
-  expect(Number(rows[0]!.n)).toBe(3);
+  // Backends flush their table statistics at most once a second: poll until they show the import.
+  const unanalyzed = await eventually(async () => {
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_user_tables
+        WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags', 'asset_positions') AND n_mod_since_analyze >= 7000`,
+    );
+    return Number(rows[0]!.n) === 3 ? 3 : undefined;
+  });
+  expect(unanalyzed).toBe(3);
 });
 
 afterAll(async () => {

@@ -1,12 +1,15 @@
 /**
  * The Dockerfile's structure, checked without a Docker engine (none runs
  * here): one build stage, a small runtime stage (non-root user, tini as PID 1,
- * production dependencies only, no dev tools), and one target per service
- * plus the migrator, each running its entry point with tsx.
+ * no dev tools), and one target per service plus the migrator, each
+ * installing only its pruned workspace's production dependencies and running
+ * its compiled entry point. tests/deploy-images.test.ts checks what the
+ * pruned workspaces hold and that a service runs from one.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { BUNDLES, buildBundles } from "../scripts/build.ts";
 import { GatewayEnv } from "../services/gateway/src/config.ts";
 import { parseDockerfile, repoRoot, stageChain, type DockerInstruction, type DockerStage } from "./deploy-render.ts";
 
@@ -59,12 +62,19 @@ describe("Dockerfile", () => {
     expect(runtime).not.toMatch(/:latest$/);
   });
 
-  it("installs production dependencies only in the runtime stage", () => {
-    const runs = stage("runtime").instructions.filter((i) => i.keyword === "RUN").map((i) => i.args);
-    const installs = runs.filter((r) => /\bnpm (ci|install|i)\b/.test(r));
-    expect(installs).toHaveLength(1);
-    expect(installs[0]).toMatch(/\bnpm ci\b/);
-    expect(installs[0]).toMatch(/--omit=dev\b/);
+  it("installs, per target, only its own pruned workspace's production dependencies", () => {
+    expect(stage("runtime").instructions.some((i) => i.keyword === "RUN" && /\bnpm (ci|install|i)\b/.test(i.args))).toBe(false);
+    for (const target of TARGETS) {
+      const workspace = target === "migrate" ? "shared" : target;
+      const installs = stageChain(stages, target)
+        .flatMap((s) => s.instructions)
+        .filter((i) => i.keyword === "RUN" && /\bnpm (ci|install|i)\b/.test(i.args));
+      expect(installs, target).toHaveLength(1);
+      expect(installs[0]!.args).toMatch(/\bnpm ci\b/);
+      expect(installs[0]!.args).toMatch(/--omit=dev\b/);
+      const copies = stage(target).instructions.filter((i) => i.keyword === "COPY").map((i) => i.args);
+      expect(copies, target).toContain(`--from=build /pruned/${workspace}/json/ ./`);
+    }
   });
 
   it("runs as a non-root user with tini as PID 1 in every target", () => {
@@ -95,29 +105,29 @@ describe("Dockerfile", () => {
     }
   });
 
-  it("gives each service target a CMD running services/<svc>/src/main.ts with tsx", () => {
+  it("gives each target a CMD running its compiled entry point with node (no loader)", async () => {
+    await buildBundles(Object.keys(BUNDLES));
     for (const svc of SERVICES) {
       const cmd = effective(svc, "CMD");
-      expect(cmd?.exec, `${svc} CMD in exec form`).toEqual(["node", "--import", "tsx", `services/${svc}/src/main.ts`]);
+      expect(cmd?.exec, `${svc} CMD in exec form`).toEqual(["node", "--enable-source-maps", `services/${svc}/dist/main.js`]);
       // Defined in the target itself, not inherited from another service.
       expect(stage(svc).instructions.some((i) => i.keyword === "CMD")).toBe(true);
     }
-    const migrate = effective("migrate", "CMD");
-    expect(migrate?.exec).toEqual(["node", "--import", "tsx", "scripts/migrate.ts"]);
+    expect(effective("migrate", "CMD")?.exec).toEqual(["node", "--enable-source-maps", "packages/shared/dist/migrate.js"]);
     for (const target of TARGETS) {
       const entry = effective(target, "CMD")!.exec!.at(-1)!;
       expect(existsSync(path.join(repoRoot, entry)), entry).toBe(true);
     }
   });
 
-  it("copies into the runtime what the entry points need", () => {
-    const copied = stageChain(stages, "migrate")
-      .flatMap((s) => s.instructions.filter((i) => i.keyword === "COPY" && /--from=build/.test(i.args)))
-      .map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--")))
-      .flatMap((parts) => parts.slice(0, -1));
-    const needs = ["/app/packages/shared/src", "/app/prisma", "/app/scripts/migrate.ts", "/app/tsconfig.json", ...SERVICES.map((s) => `/app/services/${s}/src`)];
-    for (const needed of needs) {
-      expect(copied, needed).toContain(needed);
+  it("copies into each image its own compiled code only (and the migrations into the migrator)", () => {
+    for (const target of TARGETS) {
+      const copied = stageChain(stages, target)
+        .flatMap((s) => s.instructions.filter((i) => i.keyword === "COPY" && /--from=build/.test(i.args)))
+        .map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith("--"))[0]!);
+      const own = target === "migrate" ? ["/app/packages/shared/dist", "/app/prisma"] : [`/app/services/${target}/dist`];
+      const workspace = target === "migrate" ? "shared" : target;
+      expect(copied.sort(), target).toEqual([`/pruned/${workspace}/json/`, ...own].sort());
     }
   });
 

@@ -12,6 +12,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import {
   bindDeployment,
   DATA_STREAMS,
+  openUploads,
   DeploymentMismatchError,
   deleteStreams,
   ensureStreams,
@@ -117,6 +118,7 @@ describe("deleteStreams", () => {
   it("deletes every stream of the stack and the deployment record; the next bind claims anew", async () => {
     await bindDeployment(nc, "dep-a");
     await ensureStreams(nc);
+    await openUploads(nc);
     const jsm = await jetstreamManager(nc);
     const deleted = await deleteStreams(nc);
     expect(deleted.sort()).toEqual([...DATA_STREAMS, STREAMS.DEPLOYMENT.name].sort());

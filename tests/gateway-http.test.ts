@@ -4,7 +4,6 @@
  * nats-server. Domain services are stand-ins (fakeService) on real NATS:
  * catalog echoes what it was sent, reporting never answers, tracking is absent.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { freePort } from "@whereabouts/shared/testing";
@@ -499,8 +498,13 @@ describe("framework-level errors keep the envelope", () => {
 
 describe("graceful shutdown", () => {
   it("a request in flight completes while the gateway closes; later connections are refused", async () => {
+    let arrived!: () => void;
+    const received = new Promise<void>((r) => (arrived = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
     const slow = fakeService(stack.nc, "tracking", async (operation, request) => {
-      await sleep(600);
+      arrived();
+      await gate;
       return { status: 200, headers: {}, body: { data: { operation, path: request.path } } };
     });
     const app = await buildGateway({
@@ -518,8 +522,13 @@ describe("graceful shutdown", () => {
     await app.listen({ host: "127.0.0.1", port });
     try {
       const inFlight = fetch(`http://127.0.0.1:${port}/api/v1/assets/3/history`, { headers: auth });
-      await sleep(200);
-      const closed = app.close();
+      await received;
+      let isClosed = false;
+      const closed = app.close().then(() => (isClosed = true));
+      // Closing stops new connections at once but waits for the request in flight.
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      expect(isClosed).toBe(false);
+      release();
       const res = await inFlight;
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ data: { operation: "history.list", path: "/api/v1/assets/3/history" } });

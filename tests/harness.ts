@@ -27,9 +27,9 @@ import { createAuthService } from "../services/gateway/src/identity/auth-service
 import { createIdentityClient, createIdentityStore, type IdentityStore } from "../services/gateway/src/identity/identity-store.ts";
 import { createMemoryRateLimiter, type RateLimiter } from "../services/gateway/src/plugins/rate-limiter.ts";
 import { runAdminCommand } from "../services/gateway/src/admin/admin-cli.ts";
-import { startCatalog } from "../services/catalog/src/app.ts";
+import { startCatalog, type CatalogDeps } from "../services/catalog/src/app.ts";
 import { startTracking } from "../services/tracking/src/app.ts";
-import { startReporting } from "../services/reporting/src/app.ts";
+import { startReporting, type ReportingDeps } from "../services/reporting/src/app.ts";
 
 export type ServiceKey = "catalog" | "tracking" | "reporting";
 
@@ -41,6 +41,10 @@ export interface StackOptions {
   rpcTimeoutMs?: number;
   /** How long services wait for their read models before answering 503. */
   catchUpTimeoutMs?: number;
+  /** Handheld sessions (TTL, Secure cookies). */
+  handheld?: { sessionTtlS?: number; cookieSecure?: boolean };
+  /** Partner events and webhooks of reporting (loopback receivers need allowPrivateTargets). */
+  events?: ReportingDeps["events"];
 }
 
 export interface Stack {
@@ -50,7 +54,8 @@ export interface Stack {
   gateway: Gateway;
   identity: IdentityStore;
   services: Partial<Record<ServiceKey, RunningService>>;
-  startService(name: ServiceKey): Promise<RunningService>;
+  /** `catalog`: extra catalog dependencies for this start (e.g. bulk job hooks). */
+  startService(name: ServiceKey, catalog?: Pick<CatalogDeps, "bulkHooks">): Promise<RunningService>;
   stopService(name: ServiceKey): Promise<void>;
   createOrg(name?: string): Promise<{ id: number; name: string; created_at: string }>;
   createKey(options: { org: number | null; scopes?: string; rateLimit?: number; expiresAt?: string }): Promise<{ id: number; key: string }>;
@@ -58,8 +63,6 @@ export interface Stack {
   tenant(name?: string): Promise<{ orgId: number; key: string; auth: Record<string, string> }>;
   close(): Promise<void>;
 }
-
-const STARTERS = { catalog: startCatalog, tracking: startTracking, reporting: startReporting } as const;
 
 export async function startStack(options: StackOptions): Promise<Stack> {
   const db = await createTestDatabase(options.label);
@@ -74,14 +77,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const catchUpTimeoutMs = options.catchUpTimeoutMs ?? 10_000;
   const connections: NatsConnection[] = [];
   const services: Partial<Record<ServiceKey, RunningService>> = {};
-  const startService = async (name: ServiceKey) => {
+  const startService = async (name: ServiceKey, catalog: Pick<CatalogDeps, "bulkHooks"> = {}) => {
     const serviceNc = await connectNats({ url: nats.url, name, logger });
     connections.push(serviceNc);
     const base = { nc: serviceNc, logger: logger.child({ service: name }), databaseUrl: db.url };
     const running =
       name === "tracking"
         ? await startTracking({ ...base, options: { catchUpTimeoutMs } })
-        : await STARTERS[name]({ ...base, catchUpTimeoutMs });
+        : name === "reporting"
+          ? await startReporting({ ...base, catchUpTimeoutMs, ...(options.events ? { events: options.events } : {}) })
+          : await startCatalog({ ...base, ...catalog });
     services[name] = running;
     return running;
   };
@@ -106,6 +111,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     rpcTimeoutMs: options.rpcTimeoutMs ?? 15_000,
     readyTimeoutMs: 500,
     watermarks,
+    ...(options.handheld ? { handheld: options.handheld } : {}),
   });
   await gateway.ready();
 
@@ -217,4 +223,24 @@ export async function placeAsset(
     }),
   );
   await waitForConsumer(await jetstreamManager(nc), STREAMS.TRACKING.name, DURABLES.catalogTracking, 10_000);
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ApiBody = Record<string, any>;
+
+/**
+ * `api(method, url, body?, auth?)` through the stack's gateway: JSON bodies (merge-patch for
+ * PATCH; a string is sent as it is), the tenant's key unless `auth` says otherwise. The stack
+ * and tenant are read at call time, so files can build it before their beforeAll ran.
+ */
+export function apiCaller(stack: () => Stack, defaultAuth: () => Record<string, string>) {
+  return async (method: string, url: string, body?: unknown, auth: Record<string, string> = defaultAuth()) => {
+    const res = await stack().gateway.inject({
+      method: method as "GET",
+      url,
+      headers: { ...auth, ...(body === undefined ? {} : { "content-type": method === "PATCH" ? "application/merge-patch+json" : "application/json" }) },
+      ...(body === undefined ? {} : { payload: typeof body === "string" ? body : JSON.stringify(body) }),
+    });
+    return { status: res.statusCode, headers: res.headers, body: (res.body ? res.json() : undefined) as ApiBody };
+  };
 }

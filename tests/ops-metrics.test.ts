@@ -96,7 +96,8 @@ beforeAll(async () => {
 
   identityDb = createIdentityClient(db.url);
   identity = createIdentityStore(identityDb);
-  rateLimiter = createMemoryRateLimiter(60_000);
+  // A frozen clock: a window boundary between two requests of a test would reset the count.
+  rateLimiter = createMemoryRateLimiter(60_000, () => 1_000);
   gateway = await buildGateway({
     logger: gatewayLog.logger,
     nc,

@@ -8,7 +8,6 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { setTimeout as sleep } from "node:timers/promises";
 import {
   callRpc,
   connectNats,
@@ -102,9 +101,10 @@ async function lockTable(table: string) {
 /** SIGTERM while work is in flight: still running and not ready until `release`, then exit 0. */
 async function terminateDuringWork(proc: ServiceProcess, release: () => Promise<void>) {
   proc.child.kill("SIGTERM");
-  await sleep(500);
+  // Not ready as soon as the signal is handled, and still running: the work holds it.
+  const notReady = { status: 503, body: { status: "not_ready", checks: { stopping: false } } };
+  await eventually(async () => (JSON.stringify(await probe(`${proc.opsUrl}/readyz`)) === JSON.stringify(notReady) ? true : undefined), 10_000, 20);
   expect(proc.child.exitCode, proc.output()).toBeNull();
-  expect(await probe(`${proc.opsUrl}/readyz`)).toEqual({ status: 503, body: { status: "not_ready", checks: { stopping: false } } });
   expect((await probe(`${proc.opsUrl}/healthz`))?.status).toBe(200);
   const released = Date.now();
   await release();
@@ -122,6 +122,8 @@ describe("SIGTERM", { retry: 1 }, () => {
     const seen: Array<string | undefined> = [];
     let received!: () => void;
     const arrived = new Promise<void>((r) => (received = r));
+    let release!: () => void;
+    const answer = new Promise<void>((r) => (release = r));
     const backend = nc.subscribe("catalog.>", {
       queue: "catalog",
       callback: (_err, msg) => {
@@ -131,7 +133,7 @@ describe("SIGTERM", { retry: 1 }, () => {
         }
         seen.push(msg.headers?.get("traceparent"));
         received();
-        setTimeout(() => respondRpc(msg, { status: 200, headers: {}, body: { data: ["slow"] } }, "slow"), 1500);
+        void answer.then(() => respondRpc(msg, { status: 200, headers: {}, body: { data: ["slow"] } }, "slow"));
       },
     });
     try {
@@ -142,8 +144,10 @@ describe("SIGTERM", { retry: 1 }, () => {
       await arrived;
 
       gateway.child.kill("SIGTERM");
-      await sleep(300);
-      expect(await probe(`${gateway.opsUrl}/readyz`)).toEqual({ status: 503, body: { status: "not_ready", checks: { stopping: false } } });
+      const notReady = { status: 503, body: { status: "not_ready", checks: { stopping: false } } };
+      await eventually(async () => (JSON.stringify(await probe(`${gateway.opsUrl}/readyz`)) === JSON.stringify(notReady) ? true : undefined), 10_000, 20);
+      expect(gateway.child.exitCode, gateway.output()).toBeNull();
+      release();
       const res = await response;
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ data: ["slow"] });

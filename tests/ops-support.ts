@@ -25,10 +25,15 @@ export interface ServiceProcess {
   kill(): void;
 }
 
-export async function spawnService(name: ProcessName, env: Record<string, string>): Promise<ServiceProcess> {
+export async function spawnService(
+  name: ProcessName,
+  env: Record<string, string>,
+  /** Another way to run it (a compiled bundle in a pruned install); default: its sources with tsx. */
+  command: { args: string[]; cwd: string } = { args: ["--import", "tsx", path.join(repoRoot, "services", name, "src", "main.ts")], cwd: repoRoot },
+): Promise<ServiceProcess> {
   const opsPort = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, "services", name, "src", "main.ts")], {
-    cwd: repoRoot,
+  const child = spawn(process.execPath, command.args, {
+    cwd: command.cwd,
     env: {
       ...process.env,
       LOG_LEVEL: "info",

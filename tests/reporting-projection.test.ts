@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import pg from "pg";
 import { catalogEventSubject, DURABLES, encodeJson, STREAMS, trackingEventSubject } from "@whereabouts/shared";
+import { readDeadLetters } from "@whereabouts/shared/testing";
 import { createEventPublisher, type EventPublisher } from "../services/reporting/src/testing/event-fixtures.ts";
 import { SWAP_LOCK } from "../services/reporting/src/reporting-db.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -230,7 +231,7 @@ describe("total_count", () => {
 });
 
 describe("unusable events", () => {
-  it("are terminated without blocking the stream or read-your-writes", async () => {
+  it("are dead-lettered with their reason and terminated, without blocking the stream or read-your-writes", async () => {
     const js = jetstream(stack.nc);
     await js.publish(catalogEventSubject(pub.orgId, "asset", "created"), new TextEncoder().encode("{not json"));
     await js.publish(catalogEventSubject(pub.orgId, "asset", "created"), encodeJson({ entity: "asset", version: 1 }));
@@ -248,6 +249,11 @@ describe("unusable events", () => {
       expect(info.num_ack_pending + info.num_pending).toBe(0);
       expect(info.config.filter_subject ?? "").toBe("");
     }
+    const catalogLetters = await readDeadLetters(stack.nc, DURABLES.reportingCatalog);
+    // An entity it does not know (a newer catalog's) is not poison: acked and ignored.
+    expect(catalogLetters.map((l) => l.text)).toEqual(["{not json", JSON.stringify({ entity: "asset", version: 1 })]);
+    const trackingLetters = await readDeadLetters(stack.nc, DURABLES.reportingTracking);
+    expect(trackingLetters.map((l) => [l.reason, l.subject])).toEqual([["malformed_event", `tracking.events.${pub.orgId}.asset.moved`]]);
   });
 });
 

@@ -145,7 +145,8 @@ describe("npm start", () => {
     };
     // The four processes, and whatever else start.ts runs (tsx's esbuild service).
     const pids = childPids(started.child.pid!);
-    const services = pids.filter((pid) => /services\/\w+\/src\/main\.ts/.test(cmdline(pid)));
+    // Compiled, as production runs them: node services/<name>/dist/main.js.
+    const services = pids.filter((pid) => /services\/\w+\/dist\/main\.js/.test(cmdline(pid)));
     expect(services.map((pid) => /services\/(\w+)\//.exec(cmdline(pid))![1]).sort()).toEqual(["catalog", "gateway", "reporting", "tracking"]);
 
     const stoppedAt = Date.now();

@@ -72,7 +72,7 @@ describe("streams bound to their database", () => {
     expect(await waitReady(stackA.base, stackA.run, 90_000), stackA.run.output()).toBe(200);
     const deployment = await readStreamsDeployment(await jetstreamManager(nc));
     expect(deployment?.deployment_id).toBe(await readDeploymentId(dbA.url, "catalog"));
-    expect(await streamNames()).toEqual(["CATALOG", "DEPLOYMENT", "SCANS", "SCANS_DLQ", "TRACKING"]);
+    expect(await streamNames()).toEqual(["CATALOG", "DEAD_LETTERS", "DEPLOYMENT", "OBJ_uploads", "SCANS", "SCANS_DLQ", "TRACKING"]);
     expect(stackA.run.output().match(/no MQTT listener/g)).toHaveLength(1);
     expect(stackA.run.output()).toContain("fixed MQTT readers cannot connect");
   });
@@ -105,7 +105,10 @@ describe("streams bound to their database", () => {
     const stackB = await startStack(dbB.url, { STREAM_PREFIX: "b" });
     expect(await waitReady(stackB.base, stackB.run, 90_000), stackB.run.output()).toBe(200);
     expect(await streamNames()).toEqual(
-      ["CATALOG", "DEPLOYMENT", "SCANS", "SCANS_DLQ", "TRACKING", "b_CATALOG", "b_DEPLOYMENT", "b_SCANS", "b_SCANS_DLQ", "b_TRACKING"].sort(),
+      [
+        ...["CATALOG", "DEAD_LETTERS", "DEPLOYMENT", "OBJ_uploads", "SCANS", "SCANS_DLQ", "TRACKING"],
+        ...["b_CATALOG", "b_DEAD_LETTERS", "b_DEPLOYMENT", "OBJ_b_uploads", "b_SCANS", "b_SCANS_DLQ", "b_TRACKING"],
+      ].sort(),
     );
     const consumers: string[] = [];
     for await (const info of (await jetstreamManager(nc)).consumers.list("b_SCANS")) consumers.push(info.name);
@@ -149,8 +152,8 @@ describe("streams bound to their database", () => {
     const reset = runScript("scripts/reset-streams.ts", { NATS_URL: nats.url }, ["--yes"]);
     expect(await exitWithin(reset, 30_000)).toEqual({ code: 0, signal: null });
     const printed = JSON.parse(reset.output().trim().split("\n").at(-1)!) as { deleted: string[] };
-    expect(printed.deleted.sort()).toEqual(["CATALOG", "DEPLOYMENT", "SCANS", "SCANS_DLQ", "TRACKING"]);
-    expect(await streamNames()).toEqual(["b_CATALOG", "b_DEPLOYMENT", "b_SCANS", "b_SCANS_DLQ", "b_TRACKING"]);
+    expect(printed.deleted.sort()).toEqual(["CATALOG", "DEAD_LETTERS", "DEPLOYMENT", "OBJ_uploads", "SCANS", "SCANS_DLQ", "TRACKING"]);
+    expect(await streamNames()).toEqual(["OBJ_b_uploads", "b_CATALOG", "b_DEAD_LETTERS", "b_DEPLOYMENT", "b_SCANS", "b_SCANS_DLQ", "b_TRACKING"]);
     // The broker's unprefixed namespace is free: B's deployment can claim it.
     const outcome = await bindDeployment(nc, await readDeploymentId(dbB.url, "catalog"));
     expect(outcome.claimed).toBe(true);

@@ -7,8 +7,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstream } from "@nats-io/jetstream";
-import { encodeJson, repoRoot, scanSubject } from "@whereabouts/shared";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { DURABLES, encodeJson, repoRoot, scanSubject, STREAMS } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
 import pg from "pg";
 import type { Stack } from "./harness.ts";
@@ -52,6 +52,15 @@ async function seed(count: number) {
 }
 
 const rowCount = (assetIds: number[]) => historyRowCount(sql, orgId, assetIds);
+
+/** Tracking's scan consumer has nothing pending and nothing delivered unacked: no redelivery is still to come. */
+async function scansSettled(): Promise<void> {
+  const jsm = await jetstreamManager(stack.nc);
+  await eventually(async () => {
+    const info = await jsm.consumers.info(STREAMS.SCANS.name, DURABLES.trackingScans).catch(() => undefined);
+    return info && info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
+  }, 60_000);
+}
 // Every scan in these tests has its own instant: a duplicate shows as a tie.
 const duplicateRows = (assetIds: number[]) => duplicateHistoryRows(sql, orgId, assetIds);
 
@@ -69,7 +78,7 @@ describe("faults", () => {
     expect(await rowCount(assets.map((a) => a.id))).toBe(0);
     await stack.startService("tracking");
     await eventually(async () => ((await rowCount(assets.map((a) => a.id))) === 200 ? true : undefined), 30_000);
-    await new Promise((r) => setTimeout(r, 300));
+    await scansSettled();
     expect(await rowCount(assets.map((a) => a.id))).toBe(200);
     expect(await duplicateRows(assets.map((a) => a.id))).toBe(0);
   });
@@ -80,8 +89,11 @@ describe("faults", () => {
     await publishScan(stack.nc, orgId, { observed_at: at(1), location: { id: location.id }, tags: [{ tag_type: "rfid", value: assets[0]!.tag }] });
     await eventually(async () => ((await rowCount(ids)) === 1 ? true : undefined), 20_000);
 
+    const disconnected = (async () => {
+      for await (const status of stack.nc.status()) if (status.type === "disconnect") return;
+    })();
     await stack.nats.stop();
-    await new Promise((r) => setTimeout(r, 500));
+    await disconnected;
     await stack.nats.start();
 
     // The publisher reconnects too; retry until JetStream answers again.
@@ -190,7 +202,7 @@ describe("faults", () => {
       startChild();
       const total = scans * perScan;
       await eventually(async () => ((await rowCount(ids)) === total ? true : undefined), 45_000);
-      await new Promise((r) => setTimeout(r, 2000)); // past ack_wait: any redelivery would have landed
+      await scansSettled(); // every delivery acked: no redelivery can still land
       expect(await rowCount(ids)).toBe(total);
       expect(await duplicateRows(ids)).toBe(0);
       const { rows: keys } = await sql.query("SELECT count(*)::int AS n FROM tracking.scan_keys WHERE org_id = $1 AND (key LIKE 'e:kill-%' OR key LIKE 's:%')", [orgId]);

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
-import { decodeRpcReply, encodeJson, scanSubject, type AssetHistoryItem } from "@whereabouts/shared";
-import { eventually } from "@whereabouts/shared/testing";
+import { decodeRpcReply, DURABLES, encodeJson, scanSubject, type AssetHistoryItem } from "@whereabouts/shared";
+import { eventually, readDeadLetters } from "@whereabouts/shared/testing";
 import type pg from "pg";
 import type { Stack } from "./harness.ts";
 import { startTrackingContext, type TrackingContext } from "./tracking-support.ts";
@@ -244,6 +244,30 @@ describe("scan ingestion", () => {
     await publishScan(stack.nc, other.orgId, { ...payload, location: { id: seeded.location.id }, tags: [{ tag_type: "rfid", value: seeded.tag.value }] });
     await eventually(async () => ((await sql.query("SELECT 1 FROM tracking.history WHERE asset_id = $1", [seeded.asset.id])).rowCount === 1 ? true : undefined));
   });
+
+  it("a scan delivered again as a first delivery (as from a broker that lost its consumer state) announces its asset's position again", async () => {
+    const { location, asset, tag } = await seed();
+    const payload = scan("2026-03-06T00:00:00Z", { id: location.id }, [tag.value], { event_id: `again-${nextId}` });
+    const announced = async () => (await positionEvents(stack.nc, orgId)).filter((e) => e.event.asset_id === asset.id);
+    await publishScan(stack.nc, orgId, payload);
+    await publishScan(stack.nc, orgId, scan("2026-03-06T00:01:00Z", { id: location.id }, [tag.value]));
+    const before = await eventually(async () => {
+      const events = await announced();
+      return events.length === 2 ? events : undefined;
+    });
+    expect(before.map((e) => e.verb)).toEqual(["moved", "seen"]);
+    // The first scan once more: a new stream message, so JetStream delivers it
+    // with a delivery count of 1, yet its key is already claimed. Its asset's
+    // current position is announced again (as `moved`: a new message).
+    await publishScan(stack.nc, orgId, payload);
+    const after = await eventually(async () => {
+      const events = await announced();
+      return events.length > before.length ? events : undefined;
+    });
+    expect(after.at(-1)!.verb).toBe("moved");
+    expect(after.at(-1)!.event).toMatchObject({ asset_id: asset.id, location_id: location.id, seq: before[1]!.event.seq });
+    expect(await historyOf(asset.id, 2)).toHaveLength(2);
+  });
 });
 
 describe("dead letters", () => {
@@ -328,7 +352,7 @@ describe("catalog replica", () => {
     expect(held).toEqual([{ external_key: "RENAMED-NEW", version: 3 }]);
   });
 
-  it("a malformed catalog event is counted and skipped; catch-up does not wait on it", async () => {
+  it("a malformed catalog event is counted, dead-lettered with its reason and skipped; catch-up does not wait on it", async () => {
     const js = jetstream(stack.nc);
     await js.publish(`catalog.events.${orgId}.tag.attached`, new TextEncoder().encode("{garbage"));
     await js.publish(`catalog.events.${orgId}.tag.attached`, encodeJson({ version: 1, entity: "tag" }));
@@ -337,6 +361,12 @@ describe("catalog replica", () => {
     expect(await historyOf(asset.id, 1)).toHaveLength(1);
     const replica = (await metrics()) as unknown as { replica: { catalogEventsRejected: number } };
     expect(replica.replica.catalogEventsRejected).toBe(2);
+    const letters = await readDeadLetters(stack.nc, DURABLES.trackingCatalog);
+    expect(letters.map((l) => [l.reason, l.subject, l.text])).toEqual([
+      ["malformed_event", `catalog.events.${orgId}.tag.attached`, "{garbage"],
+      ["malformed_event", `catalog.events.${orgId}.tag.attached`, JSON.stringify({ version: 1, entity: "tag" })],
+    ]);
+    expect(letters.every((l) => l.detail!.length > 0)).toBe(true);
   });
 
   it("rebuilds the replica from the stream when the database lost it", async () => {

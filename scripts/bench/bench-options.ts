@@ -13,12 +13,17 @@ export const CASE_NAMES = [
   "create-asset",
   "ingest-steady",
   "ingest-churn",
+  "ingest-smoothing",
   "visibility",
   "read-under-ingest",
+  "webhooks",
   "report",
   "history",
   "soak",
+  "bulk-import",
   "history-bytes",
+  // After history-bytes: the old rows it seeds and retention deletes would count in the table's size.
+  "ingest-retention",
   "rss",
 ] as const;
 export type CaseName = (typeof CASE_NAMES)[number];
@@ -53,6 +58,8 @@ export interface BenchProfile {
   soakWindowSeconds: number;
   soakApiPerSecond: number;
   soakReadsPerSecond: number;
+  /** Rows of the bulk-import case's CSV (one tag each). */
+  bulkRows: number;
   /** How long ingest effects may take to show before a case fails. */
   completionTimeoutMs: number;
 }
@@ -79,6 +86,7 @@ export const FULL_PROFILE: BenchProfile = {
   soakWindowSeconds: 60,
   soakApiPerSecond: 200,
   soakReadsPerSecond: 5000,
+  bulkRows: 100_000,
   completionTimeoutMs: 180_000,
 };
 
@@ -104,6 +112,7 @@ export const QUICK_PROFILE: BenchProfile = {
   soakWindowSeconds: 10,
   soakApiPerSecond: 200,
   soakReadsPerSecond: 5000,
+  bulkRows: 20_000,
   completionTimeoutMs: 60_000,
 };
 

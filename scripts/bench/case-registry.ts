@@ -7,11 +7,14 @@
 import type { CaseName } from "./bench-options.ts";
 import type { BenchCase } from "./bench-context.ts";
 import { baselineCase } from "./cases/baseline-case.ts";
+import { bulkImportCase } from "./cases/bulk-import-case.ts";
 import { createAssetCase } from "./cases/create-asset-case.ts";
 import { getAssetCase } from "./cases/get-asset-case.ts";
 import { historyBytesCase } from "./cases/history-bytes-case.ts";
 import { historyCase } from "./cases/history-case.ts";
 import { ingestChurnCase } from "./cases/ingest-churn-case.ts";
+import { ingestRetentionCase } from "./cases/ingest-retention-case.ts";
+import { ingestSmoothingCase } from "./cases/ingest-smoothing-case.ts";
 import { ingestSteadyCase } from "./cases/ingest-steady-case.ts";
 import { listAssetsCase } from "./cases/list-assets-case.ts";
 import { readUnderIngestCase } from "./cases/read-under-ingest-case.ts";
@@ -20,6 +23,7 @@ import { rssCase } from "./cases/rss-case.ts";
 import { searchAssetsCase } from "./cases/search-assets-case.ts";
 import { soakCase } from "./cases/soak-case.ts";
 import { visibilityCase } from "./cases/visibility-case.ts";
+import { webhooksCase } from "./cases/webhooks-case.ts";
 
 export const CASES: Record<CaseName, BenchCase> = {
   baseline: baselineCase,
@@ -29,13 +33,17 @@ export const CASES: Record<CaseName, BenchCase> = {
   "create-asset": createAssetCase,
   "ingest-steady": ingestSteadyCase,
   "ingest-churn": ingestChurnCase,
+  "ingest-smoothing": ingestSmoothingCase,
+  "ingest-retention": ingestRetentionCase,
   visibility: visibilityCase,
   "read-under-ingest": readUnderIngestCase,
+  webhooks: webhooksCase,
   report: reportCase,
   history: historyCase,
   "history-bytes": historyBytesCase,
   rss: rssCase,
   soak: soakCase,
+  "bulk-import": bulkImportCase,
 };
 
 /** Cases whose rate is shown as a ratio to the baseline's. */

@@ -102,7 +102,7 @@ export async function bulkSeedCatalog(o: {
   const common = { description: null, is_active: true, valid_from: atWire, valid_to: null, created_at: atWire, updated_at: atWire, deleted_at: null, tags: [] };
   const events = [
     ...locations.map((l) =>
-      event("location", l.id, { ...common, id: l.id, external_key: l.external_key, name: l.name, parent_id: null, parent_external_key: null }),
+      event("location", l.id, { ...common, id: l.id, external_key: l.external_key, name: l.name, parent_id: null, parent_external_key: null, is_zone: false, max_dwell_s: null }),
     ),
     ...assets.map((a) =>
       event("asset", a.id, { ...common, id: a.id, external_key: a.external_key, name: a.name, metadata: {}, location_id: null, location_external_key: null }),

@@ -2,7 +2,8 @@
  * The stack the benchmark measures when no BASE_URL is given: a private
  * database and nats-server, every migration and stream, then the gateway and
  * the three services as separate processes launched exactly as
- * scripts/start.ts launches them (`node --import tsx services/<name>/src/main.ts`),
+ * scripts/start.ts launches them (`node --enable-source-maps services/<name>/dist/main.js`,
+ * compiled first),
  * with the rate limit out of the way. An organization and an all-scopes key
  * come from the admin CLI's own code.
  *
@@ -16,6 +17,7 @@ import path from "node:path";
 import { z } from "zod";
 import { connectNats, createLogger, ensureStreams, repoRoot } from "@whereabouts/shared";
 import { createTestDatabase, freePort, freePortIn, startTestNats, type TestNats } from "@whereabouts/shared/testing";
+import { BUNDLES, buildBundles } from "../build.ts";
 import { migrateAll } from "../migrate.ts";
 import { runAdminCommand } from "../../services/gateway/src/admin/admin-cli.ts";
 import { createIdentityClient, createIdentityStore } from "../../services/gateway/src/identity/identity-store.ts";
@@ -123,6 +125,10 @@ export async function startPrivateStack(options: PrivateStackOptions): Promise<R
     // BENCH_SERVICE_LOG_LEVEL=debug shows e.g. tracking's per-batch timings.
     LOG_LEVEL: process.env.BENCH_SERVICE_LOG_LEVEL || "warn",
     RATE_LIMIT_MAX,
+    // The webhooks case delivers to a receiver on loopback.
+    WEBHOOK_ALLOW_PRIVATE: "true",
+    // The ingest-retention case measures ingest while retention deletes: passes every second.
+    TRACKING_RETENTION_INTERVAL_MS: "1000",
   };
   // Service-specific overrides of the caller's shell must not point elsewhere.
   for (const name of ["GATEWAY", "CATALOG", "TRACKING", "REPORTING"]) delete env[`${name}_DATABASE_URL`];
@@ -138,20 +144,21 @@ export async function startPrivateStack(options: PrivateStackOptions): Promise<R
   const start = (name: StackProcess) => {
     const running = processes.get(name);
     if (running && !hasExited(running)) throw new Error(`${name} is already running (pid ${running.pid})`);
-    const entry = path.join(repoRoot, "services", name, "src", "main.ts");
+    const entry = path.join(repoRoot, BUNDLES[name]!.dir, "dist", "main.js");
     // As scripts/start.ts runs them, plus a process title: on a shared machine a
-    // `pkill -f services/<name>/src/main.ts` meant for another stack must not
+    // `pkill -f services/<name>/dist/main.js` meant for another stack must not
     // stop this one mid-run. Their logs go to a file: stdout is the table's,
     // stderr the progress lines'.
     // BENCH_CPU_PROF=<dir>: each service writes a .cpuprofile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.join(process.env.BENCH_CPU_PROF, name)}`] : [];
-    const args = [`--title=whereabouts-${label}-${name}`, ...profile, "--import", "tsx", entry];
+    const args = [`--title=whereabouts-${label}-${name}`, ...profile, "--enable-source-maps", entry];
     processes.set(name, spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] }));
   };
   const kill = async (name: StackProcess, signal: NodeJS.Signals = "SIGKILL") => {
     const child = processes.get(name);
     if (child) await killChild(child, signal);
   };
+  await buildBundles([...STACK_PROCESSES]);
   for (const name of STACK_PROCESSES) start(name);
   await waitReady(baseUrl, processes);
   const tenant = await createBenchTenant(db.url);

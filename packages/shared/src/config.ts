@@ -34,14 +34,33 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
+/**
+ * Settings whose local default (a database and a broker on this machine) is
+ * a convenience of development: with NODE_ENV=production a process that
+ * would fall back to it fails at boot instead. A `<SERVICE>_DATABASE_URL`
+ * stands in for DATABASE_URL.
+ */
+export const PRODUCTION_REQUIRED = ["DATABASE_URL", "NATS_URL"] as const;
+
+/** The PRODUCTION_REQUIRED settings `keys` names that production left unset (none outside production). */
+export function missingInProduction(keys: readonly string[], env: Record<string, string | undefined>): string[] {
+  if (env.NODE_ENV !== "production") return [];
+  const set = (name: string) => env[name] !== undefined && env[name] !== "";
+  return PRODUCTION_REQUIRED.filter((key) => keys.includes(key)).filter((key) =>
+    key === "DATABASE_URL" ? !Object.keys(env).some((name) => /^(?:[A-Z]+_)?DATABASE_URL$/.test(name) && set(name)) : !set(key),
+  );
+}
+
 export function parseConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
   // Empty strings mean "unset", as most deploy tools render missing values.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const result = schema.safeParse(cleaned);
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `${i.path.join(".") || "(env)"}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n  ${lines.join("\n  ")}`);
-  }
+  const keys = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+  const lines = [
+    ...missingInProduction(keys, env).map((key) => `${key}: required when NODE_ENV=production (the local default applies only in development)`),
+    ...(result.success ? [] : result.error.issues.map((i) => `${i.path.join(".") || "(env)"}: ${i.message}`)),
+  ];
+  if (lines.length || !result.success) throw new ConfigError(`Invalid configuration:\n  ${lines.join("\n  ")}`);
   return result.data;
 }
 

@@ -30,7 +30,44 @@ export function announceCatalogWrite(nc: NatsConnection, orgId: number, seq: num
 export interface CatalogWatermarks {
   /** The sequence a read of this organization must see applied. */
   seqFor(orgId: number | null): number;
+  /**
+   * Resolves once every announcement the broker sent this gateway before the
+   * call has been read. A write's announcement leaves catalog before its reply
+   * does, but it reaches this gateway on a connection of its own: without this
+   * a read through another gateway (or another socket of this process) can
+   * overtake it. One PING/PONG round trip (no JetStream request), shared by
+   * the reads that arrive together.
+   */
+  settled(): Promise<void>;
   stop(): void;
+}
+
+/**
+ * A barrier over a connection: resolves after a flush that started after the
+ * call. Calls that arrive while a flush is under way share the next one (the
+ * one under way may have been sent before what they must see).
+ */
+export function flushBarrier(flush: () => Promise<void>): () => Promise<void> {
+  let current: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    current = flush().finally(() => (current = undefined));
+    return current;
+  };
+  return () => {
+    if (!current) return start();
+    next ??= current.then(
+      () => {
+        next = undefined;
+        return start();
+      },
+      () => {
+        next = undefined;
+        return start();
+      },
+    );
+    return next;
+  };
 }
 
 export async function watchCatalogWrites(nc: NatsConnection, jsm: JetStreamManager): Promise<CatalogWatermarks> {
@@ -56,6 +93,7 @@ export async function watchCatalogWrites(nc: NatsConnection, jsm: JetStreamManag
   );
   return {
     seqFor: (orgId) => Math.max(floor, orgId === null ? 0 : (byOrg.get(orgId) ?? 0)),
+    settled: flushBarrier(() => nc.flush()),
     stop: () => sub.unsubscribe(),
   };
 }

@@ -23,6 +23,7 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { deadLetterEvent, type EventRefusal } from "./dead-letter.ts";
 import { serviceUnavailable } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Worker } from "./service.ts";
@@ -74,11 +75,19 @@ function inContractTerms(msg: JsMsg): JsMsg {
   return Object.create(msg, { subject: { value: logicalSubject(msg.subject), enumerable: true }}) as JsMsg;
 }
 
+/** What a handler settles a message with besides ack. */
+export interface BatchSettlement {
+  /** Poison: onto DEAD_LETTERS as this durable's, with the reason, then terminated (dead-letter.ts). */
+  deadLetter(msg: JsMsg, reason: EventRefusal, detail: string): Promise<void>;
+}
+
 /**
  * Handles one batch. It must settle every message it is given (ack after its
- * commit, or term for poison); throwing instead naks the unsettled ones.
+ * commit, or `deadLetter` for poison); throwing instead naks the unsettled
+ * ones, except those on their last delivery, which are dead-lettered as
+ * `delivery_limit` rather than dropped by JetStream's max_deliver.
  */
-export type BatchHandler = (messages: JsMsg[]) => Promise<void>;
+export type BatchHandler = (messages: JsMsg[], settle: BatchSettlement) => Promise<void>;
 
 export async function runBatchConsumer(options: {
   nc: NatsConnection;
@@ -95,7 +104,15 @@ export async function runBatchConsumer(options: {
   await ensureConsumer(jsm, spec);
   const labels = { stream: spec.stream, durable: spec.durable };
   const unwatch = metrics?.watchConsumerLag(spec.stream, spec.durable, () => jsm.consumers.info(spec.stream, spec.durable));
-  const consumer = await jetstream(nc).consumers.get(spec.stream, spec.durable);
+  const js = jetstream(nc);
+  const consumer = await js.consumers.get(spec.stream, spec.durable);
+  const settlement: BatchSettlement = {
+    deadLetter: async (msg, reason, detail) => {
+      await deadLetterEvent(js, spec.durable, msg, reason, detail);
+      logger.error({ durable: spec.durable, stream_seq: msg.seq, subject: msg.subject, reason, detail }, "event dead-lettered");
+      metrics?.consumerDeadLettered.inc({ ...labels, reason });
+    },
+  };
   const messages = await consumer.consume({ max_messages: spec.batchSize * 2 });
 
   const buffer: JsMsg[] = [];
@@ -140,13 +157,18 @@ export async function runBatchConsumer(options: {
       resume = undefined;
       const started = performance.now();
       try {
-        await options.handle(batch);
+        await options.handle(batch, settlement);
         processed += batch.length;
         metrics?.consumerProcessed.inc(labels, batch.length);
         metrics?.consumerBatchDuration.observe({ ...labels, outcome: "ok" }, (performance.now() - started) / 1000);
       } catch (err) {
         logger.error({ err, durable: spec.durable, size: batch.length }, "batch failed; will be redelivered");
-        for (const msg of batch) msg.nak(options.retryDelayMs ?? 1000);
+        const detail = err instanceof Error ? err.message : String(err);
+        for (const msg of batch) {
+          // JetStream would never deliver it again: keep it, with the last error.
+          if (spec.maxDeliver > 0 && msg.info.deliveryCount >= spec.maxDeliver) await settlement.deadLetter(msg, "delivery_limit", detail).catch(() => msg.nak(options.retryDelayMs ?? 1000));
+          else msg.nak(options.retryDelayMs ?? 1000);
+        }
         metrics?.consumerFailed.inc(labels, batch.length);
         metrics?.consumerBatchDuration.observe({ ...labels, outcome: "failed" }, (performance.now() - started) / 1000);
       }
@@ -198,3 +220,4 @@ export async function waitForConsumer(
     delay = Math.min(delay * 2, 50);
   }
 }
+

@@ -10,6 +10,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import { quoteIdent } from "./db.ts";
+import { checkout } from "./sql.ts";
 
 /** ANALYZE every table of `schema` (cheap on small tables; sampled on large ones). */
 export async function analyzeSchema(db: Pick<pg.Pool | pg.Client, "query">, schema: string): Promise<string[]> {
@@ -95,7 +96,7 @@ export function startDbMaintenance(options: {
       warned = true;
       logger.warn({ schema }, "autovacuum is off: this service analyzes and vacuums its own tables");
     }
-    const client = await pool.connect();
+    const client = await checkout(pool);
     try {
       const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [
         `whereabouts:maintain:${schema}`,

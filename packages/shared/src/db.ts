@@ -8,6 +8,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 import { analyzeSchema } from "./db-maintenance.ts";
+import { hasSqlState } from "./sql.ts";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -36,8 +37,7 @@ export async function ensureDatabase(connectionString: string): Promise<void> {
       await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
     } catch (err) {
       // Another process created it between our check and our create.
-      const code = (err as { code?: string }).code;
-      if (code !== "42P04" && code !== "23505") throw err;
+      if (!hasSqlState(err, "42P04", "23505")) throw err;
     }
   } finally {
     await client.end();

@@ -18,6 +18,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { quoteIdent } from "./db.ts";
 import { pooledUlid } from "./random.ts";
+import { sqlStateOf } from "./sql.ts";
 import { DATA_STREAMS, STREAM_PREFIX, STREAMS } from "./subjects.ts";
 
 /** What the DEPLOYMENT stream holds, and what a schema's row says. */
@@ -74,7 +75,7 @@ export async function readDeploymentId(connectionString: string, schema: string)
   try {
     const row = await readRow(client, schema).catch((err: unknown) => {
       // 42P01: no such table, i.e. migrations older than deployment ids.
-      if ((err as { code?: string }).code === "42P01") return undefined;
+      if (sqlStateOf(err) === "42P01") return undefined;
       throw err;
     });
     if (!row) throw new DeploymentMissingError(`Schema ${schema} records no deployment: run the migrations first (npm run migrate)`);
@@ -211,8 +212,9 @@ export async function bindDeployment(nc: NatsConnection, deploymentId: string, o
 export async function deleteStreams(nc: NatsConnection): Promise<string[]> {
   const jsm = await jetstreamManager(nc);
   const deleted: string[] = [];
-  // SCANS_DLQ sources SCANS: the sourcing stream first.
-  for (const name of [STREAMS.SCANS_DLQ.name, STREAMS.SCANS.name, STREAMS.CATALOG.name, STREAMS.TRACKING.name, STREAMS.DEPLOYMENT.name]) {
+  // SCANS_DLQ sources SCANS: the sourcing stream first; the deployment record last.
+  const order = [STREAMS.SCANS_DLQ.name, ...DATA_STREAMS.filter((name) => name !== STREAMS.SCANS_DLQ.name), STREAMS.DEPLOYMENT.name];
+  for (const name of order) {
     const gone = await jsm.streams.delete(name).catch((err: unknown) => {
       if (err instanceof Error && /not found/i.test(err.message)) return false;
       throw err;

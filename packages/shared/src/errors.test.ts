@@ -3,7 +3,7 @@ import { FIELD_ERRORS_MAX } from "./limits.ts";
 import { AppError, ERROR_TYPES, errorBody, serviceUnavailable, toErrorEnvelope, ValidationError, validationDetail } from "./errors.ts";
 
 describe("error types", () => {
-  it("have the spec's titles and statuses (and DECISIONS.md's 413 and 503, the HTTP parser's 408 and 431)", () => {
+  it("have the spec's titles and statuses (and DECISIONS.md's 413 and 503, the HTTP parser's 408 and 431, the event feed's 410)", () => {
     expect(Object.fromEntries(Object.entries(ERROR_TYPES).map(([type, { status, title }]) => [type, [status, title]]))).toEqual({
       validation_error: [400, "Validation failed"],
       bad_request: [400, "Bad request"],
@@ -13,6 +13,7 @@ describe("error types", () => {
       method_not_allowed: [405, "Method not allowed"],
       request_timeout: [408, "Request timeout"],
       conflict: [409, "Conflict"],
+      gone: [410, "Gone"],
       payload_too_large: [413, "Payload too large"],
       unsupported_media_type: [415, "Unsupported media type"],
       missing_org_context: [422, "Missing org context"],

@@ -4,8 +4,7 @@
  * lag, and a service's readiness.
  */
 import { Writable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBatchConsumer } from "./consumer.ts";
@@ -16,7 +15,7 @@ import { callRpc, connectNats, encodeJson, ensureStreams, messageHeaders, serveR
 import { HEADER_TRACEPARENT, type RpcRequest } from "./rpc.ts";
 import { startService } from "./service.ts";
 import { STREAMS } from "./subjects.ts";
-import { eventually, startTestNats, type TestNats } from "./testing/index.ts";
+import { eventually, readDeadLetters, startTestNats, type TestNats } from "./testing/index.ts";
 import { parseTraceparent } from "./tracing.ts";
 
 const logger = createLogger("test", "silent");
@@ -122,8 +121,11 @@ describe("serveRpc with metrics", () => {
     await server.flush();
     const inFlight = callRpc(client, "tracking.slow", request(), { timeoutMs: 5000 });
     await eventually(async () => (rpc.inFlight() === 1 ? true : undefined), 5000, 10);
-    const stopped = rpc.stop();
-    await sleep(100);
+    let done = false;
+    const stopped = rpc.stop().then(() => (done = true));
+    // Takes no more while the request in flight is still held, and does not finish before it.
+    await expect(callRpc(client, "tracking.slow", request(), { timeoutMs: 300 })).rejects.toMatchObject({ type: "service_unavailable" });
+    expect(done).toBe(false);
     release();
     expect(await inFlight).toEqual({ status: 200, headers: {}, body: { done: true } });
     await stopped;
@@ -172,6 +174,49 @@ describe("runBatchConsumer with metrics", () => {
     }
     // A stopped consumer is no longer sampled.
     expect(await readMetric(metrics, "whereabouts_consumer_lag_messages", labels)).toBeUndefined();
+  });
+});
+
+describe("runBatchConsumer dead letters", () => {
+  it("a handler's poison and a message failing on its last delivery go to DEAD_LETTERS with the reason, and the stream moves on", async () => {
+    const metrics = createMetrics({ service: "catalog" });
+    const js = jetstream(client);
+    const durable = "dead-letter-test";
+    const labels = { stream: STREAMS.CATALOG.name, durable };
+    const acked: unknown[] = [];
+    const worker = await runBatchConsumer({
+      nc: server,
+      spec: { stream: STREAMS.CATALOG.name, durable, filterSubjects: ["catalog.events.77.>"], ackWaitMs: 30_000, maxDeliver: 3, batchSize: 1 },
+      logger,
+      metrics,
+      retryDelayMs: 20,
+      handle: async ([msg], settle) => {
+        const body = JSON.parse(new TextDecoder().decode(msg!.data)) as { kind: string };
+        if (body.kind === "unreadable") return settle.deadLetter(msg!, "malformed_event", "no such event");
+        if (body.kind === "failing") throw new Error("cannot apply it");
+        acked.push(body);
+        msg!.ack();
+      },
+    });
+    try {
+      for (const kind of ["good", "unreadable", "failing", "good"]) await js.publish("catalog.events.77.asset.created", encodeJson({ kind }));
+      await eventually(async () => (acked.length === 2 && (await readDeadLetters(server, durable)).length === 2 ? true : undefined), 15_000, 20);
+      const letters = await readDeadLetters(server, durable);
+      expect(letters.map((l) => [l.reason, l.detail, l.subject, l.text])).toEqual([
+        ["malformed_event", "no such event", "catalog.events.77.asset.created", JSON.stringify({ kind: "unreadable" })],
+        ["delivery_limit", "cannot apply it", "catalog.events.77.asset.created", JSON.stringify({ kind: "failing" })],
+      ]);
+      expect(await readMetric(metrics, "whereabouts_consumer_messages_dead_lettered_total", { ...labels, reason: "delivery_limit" })).toBe(1);
+      expect(await readMetric(metrics, "whereabouts_consumer_messages_dead_lettered_total", { ...labels, reason: "malformed_event" })).toBe(1);
+      // Nothing left pending or unacknowledged: terminated, not waiting for redelivery.
+      const jsm = await jetstreamManager(client);
+      await eventually(async () => {
+        const info = await jsm.consumers.info(STREAMS.CATALOG.name, durable);
+        return info.num_pending + info.num_ack_pending === 0 ? true : undefined;
+      });
+    } finally {
+      await worker.stop();
+    }
   });
 });
 

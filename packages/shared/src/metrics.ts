@@ -42,9 +42,20 @@ export interface Metrics {
   readonly consumerProcessed: Counter<"stream" | "durable">;
   /** Messages of batches that failed (nak'ed for redelivery). */
   readonly consumerFailed: Counter<"stream" | "durable">;
+  readonly consumerDeadLettered: Counter<"stream" | "durable" | "reason">;
   readonly consumerBatchDuration: Histogram<"stream" | "durable" | "outcome">;
   /** Messages moved to a dead-letter stream, per reason. */
   readonly deadLettered: Counter<"reason">;
+  /** Webhook delivery attempts, per outcome (delivered, retry, failed). */
+  readonly webhookAttempts: Counter<"outcome">;
+  /** Deliveries taken over after the replica sending them stopped (the receiver may get them twice). */
+  readonly webhookTakeovers: Counter;
+  /** From an event's recording to its delivery (2xx). */
+  readonly webhookLag: Histogram;
+  /** History rows removed by an organization's retention. */
+  readonly historyRowsRemoved: Counter;
+  /** Alerts recorded as partner events (zone.entered, zone.exited, asset.dwell_exceeded, asset.missing). */
+  readonly alertsFired: Counter<"type">;
   /** Samples `num_pending + num_ack_pending` of a durable at each scrape. Returns an unwatch function. */
   watchConsumerLag(stream: string, durable: string, info: () => Promise<ConsumerLagInfo>): () => void;
   /** Samples a pool's connections at each scrape. */
@@ -206,6 +217,12 @@ export function createMetrics(options: { service: string; processMetrics?: boole
       labelNames: ["stream", "durable"] as const,
       registers,
     }),
+    consumerDeadLettered: new Counter({
+      name: "whereabouts_consumer_messages_dead_lettered_total",
+      help: "JetStream messages a consumer refused, put on DEAD_LETTERS with the reason and terminated",
+      labelNames: ["stream", "durable", "reason"] as const,
+      registers,
+    }),
     consumerBatchDuration: new Histogram({
       name: "whereabouts_consumer_batch_duration_seconds",
       help: "Time to handle one batch of a JetStream consumer, per outcome (ok, failed)",
@@ -217,6 +234,34 @@ export function createMetrics(options: { service: string; processMetrics?: boole
       name: "whereabouts_dead_lettered_total",
       help: "Messages moved to a dead-letter stream, per reason",
       labelNames: ["reason"] as const,
+      registers,
+    }),
+    webhookAttempts: new Counter({
+      name: "whereabouts_webhook_attempts_total",
+      help: "Webhook delivery attempts, per outcome: delivered (2xx), retry (scheduled again), failed (retries exhausted)",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    webhookTakeovers: new Counter({
+      name: "whereabouts_webhook_takeovers_total",
+      help: "Webhook deliveries taken over after the replica sending them stopped; the receiver may see them twice",
+      registers,
+    }),
+    webhookLag: new Histogram({
+      name: "whereabouts_webhook_delivery_lag_seconds",
+      help: "From an event's recording to its delivery (2xx)",
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    historyRowsRemoved: new Counter({
+      name: "whereabouts_history_rows_removed_total",
+      help: "History rows removed by organizations' history_retention_days",
+      registers,
+    }),
+    alertsFired: new Counter({
+      name: "whereabouts_alerts_fired_total",
+      help: "Zone and asset alerts recorded as partner events, per type",
+      labelNames: ["type"] as const,
       registers,
     }),
     watchConsumerLag: (stream, durable, info) => watch(lagSources, `${stream}/${durable}`, { stream, durable, info }),

@@ -1,5 +1,4 @@
 /** NATS helpers against a real nats-server: RPC that always answers, calls that never hang. */
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AppError } from "./errors.ts";
 import { createLogger } from "./logger.ts";
@@ -17,7 +16,7 @@ import {
 } from "./nats.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { JsonText, type RpcRequest } from "./rpc.ts";
-import { startTestNats, type TestNats } from "./testing/index.ts";
+import { eventually, startTestNats, type TestNats } from "./testing/index.ts";
 
 const logger = createLogger("test", "silent");
 let nats: TestNats;
@@ -163,19 +162,26 @@ describe("serveRpc / callRpc", () => {
   });
 
   it("stop() waits for requests in flight", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
     let finished = false;
     const rpc = serveRpc(server, "catalog", {
       "asset.slow": async () => {
-        await sleep(300);
+        await gate;
         finished = true;
         return { status: 200, headers: {} };
       },
     }, logger);
     await server.flush();
-    const call = callRpc(client, "catalog.asset.slow", request(), { timeoutMs: 2000 });
-    await sleep(100);
-    expect(rpc.inFlight()).toBe(1);
-    await rpc.stop();
+    const call = callRpc(client, "catalog.asset.slow", request(), { timeoutMs: 5000 });
+    await eventually(async () => (rpc.inFlight() === 1 ? true : undefined), 5000, 10);
+    let stopped = false;
+    const stopping = rpc.stop().then(() => (stopped = true));
+    // The subscription is gone (a new request finds no responder) while the one in flight is still held.
+    await expect(callRpc(client, "catalog.asset.slow", request(), { timeoutMs: 300 })).rejects.toMatchObject({ type: "service_unavailable" });
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
     expect(finished).toBe(true);
     expect((await call).status).toBe(200);
   });
@@ -197,7 +203,7 @@ describe("ensureStreams", () => {
       const jsm = await jetstreamManager(conns[0]!);
       const names: string[] = [];
       for await (const info of jsm.streams.list()) names.push(info.config.name);
-      expect(names.sort()).toEqual(["CATALOG", "SCANS", "SCANS_DLQ", "TRACKING"]);
+      expect(names.sort()).toEqual(["CATALOG", "DEAD_LETTERS", "SCANS", "SCANS_DLQ", "TRACKING"]);
     } finally {
       for (const c of conns) await c.close();
       await server.destroy();

@@ -424,6 +424,13 @@ export function streamConfigs(replicas = 1): Array<Partial<StreamConfig> & { nam
       max_age: 30 * 24 * 3600 * 1_000_000_000,
       sources: [{ name: STREAMS.SCANS.name, filter_subject: STREAMS.SCANS_DLQ.sourceFilter }],
     },
+    {
+      ...common,
+      name: STREAMS.DEAD_LETTERS.name,
+      subjects: [...STREAMS.DEAD_LETTERS.subjects],
+      retention: RetentionPolicy.Limits,
+      max_age: 30 * 24 * 3600 * 1_000_000_000,
+    },
   ];
 }
 

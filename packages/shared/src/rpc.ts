@@ -7,7 +7,10 @@
 import { z } from "zod";
 
 export const Principal = z.object({
+  /** The API key; 0 when a user's session authenticated the request. */
   key_id: z.number().int(),
+  /** The signed-in user, for session tokens (EXTENSIONS.md section 1). */
+  user_id: z.number().int().optional(),
   org_id: z.number().int().nullable(),
   scopes: z.array(z.string()),
 });

@@ -20,7 +20,8 @@ export type SqlTx = pg.PoolClient;
 const MAX_PREPARED = 2000;
 const names = new Map<string, string>();
 
-function statementName(text: string): string | undefined {
+/** The prepared statement name for a text (undefined once the cache is full: run unnamed). */
+export function statementName(text: string): string | undefined {
   let name = names.get(text);
   if (name === undefined && names.size < MAX_PREPARED) {
     name = `s${createHash("sha1").update(text).digest("base64url").slice(0, 20)}`;
@@ -47,12 +48,31 @@ export async function sqlExecute(db: Sql, text: string, values: unknown[] = []):
 }
 
 /**
+ * A pooled connection, held for a while. The pool stops listening for its
+ * 'error' event while it is out, and an unheard one ends the process: a
+ * connection the server drops (a restart, a failover, a proxy cut) would take
+ * the service down. Here the error only fails the statement under way (or the
+ * next one), and release() drops the listener again.
+ */
+export async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  const ignore = () => undefined;
+  client.on("error", ignore);
+  const release = client.release;
+  client.release = (err?: Error | boolean) => {
+    client.removeListener("error", ignore);
+    return release(err);
+  };
+  return client;
+}
+
+/**
  * Runs `work` in a transaction on one pooled connection: COMMIT when it
  * resolves, ROLLBACK when it throws (the error is rethrown). A connection
  * whose rollback failed is destroyed rather than returned to the pool.
  */
 export async function sqlTransaction<T>(pool: pg.Pool, work: (tx: SqlTx) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await checkout(pool);
   let broken: Error | undefined;
   try {
     await client.query("BEGIN");
@@ -71,7 +91,37 @@ export async function sqlTransaction<T>(pool: pg.Pool, work: (tx: SqlTx) => Prom
 
 /** The unique index a failed statement violated, if that is why it failed. */
 export function uniqueViolationOf(err: unknown): string | undefined {
-  const e = err as { code?: string; constraint?: string; message?: string } | null;
-  if (!e || e.code !== "23505") return undefined;
+  if (sqlStateOf(err) !== "23505") return undefined;
+  const e = err as { constraint?: string; message?: string };
   return e.constraint ?? /constraint "([^"]+)"/.exec(String(e.message ?? ""))?.[1] ?? "unknown";
+}
+
+/** SQLSTATE classes start with a digit or are HV, P0, XX or F0: a Node "EPIPE" or Prisma's "P2010" is none. */
+const SQLSTATE = /^(?:[0-9][0-9A-Z]|HV|P0|XX|F0)[0-9A-Z]{3}$/;
+
+/**
+ * The Postgres SQLSTATE behind an error, if any: pg's `code`, or the one a
+ * Prisma driver-adapter error carries in `meta.driverAdapterError.cause`,
+ * looked for along the `cause` chain (errors wrapped by the stores).
+ */
+export function sqlStateOf(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    const cause = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; code?: unknown } } } }).meta?.driverAdapterError?.cause;
+    for (const code of [cause?.originalCode, cause?.code, (e as { code?: unknown }).code]) {
+      if (typeof code === "string" && SQLSTATE.test(code)) return code;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Lock timeout (55P03) or deadlock (40P01): the statement lost a race for locks; retrying is sound. */
+export function isLockConflict(err: unknown): boolean {
+  return hasSqlState(err, "55P03", "40P01");
+}
+
+/** True when the error's SQLSTATE is one of `codes`. */
+export function hasSqlState(err: unknown, ...codes: string[]): boolean {
+  const code = sqlStateOf(err);
+  return code !== undefined && codes.includes(code);
 }

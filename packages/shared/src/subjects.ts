@@ -66,10 +66,21 @@ export const STREAMS = {
    * need one more client package for one key.
    */
   DEPLOYMENT: { name: named("DEPLOYMENT"), subjects: [wire("whereabouts.deployment")] },
+  /** Events a consumer refused (dead-letter.ts): `deadletter.<durable>`, the payload as it was, the reason in headers. */
+  DEAD_LETTERS: { name: named("DEAD_LETTERS"), subjects: [wire("deadletter.>")] },
+  /** Bulk uploads waiting for their job (uploads.ts): an object store bucket, which JetStream keeps in stream `OBJ_<bucket>`. */
+  UPLOADS: { name: `OBJ_${named("uploads")}`, bucket: named("uploads") },
 } as const;
 
 /** The streams that carry the stack's data (every stream but DEPLOYMENT). */
-export const DATA_STREAMS = [STREAMS.CATALOG.name, STREAMS.TRACKING.name, STREAMS.SCANS.name, STREAMS.SCANS_DLQ.name] as const;
+export const DATA_STREAMS = [
+  STREAMS.CATALOG.name,
+  STREAMS.TRACKING.name,
+  STREAMS.SCANS.name,
+  STREAMS.SCANS_DLQ.name,
+  STREAMS.DEAD_LETTERS.name,
+  STREAMS.UPLOADS.name,
+] as const;
 
 export const catalogEventSubject = (orgId: number, entity: string, verb: string) =>
   wire(`catalog.events.${orgId}.${entity}.${verb}`);
@@ -80,6 +91,8 @@ export const catalogWrittenSubject = (orgId: number) => wire(`catalog.written.${
 export const CATALOG_WRITTEN_ALL = wire("catalog.written.*");
 export const scanSubject = (orgId: number | string, source: string) => wire(`scans.${orgId}.${source}`);
 export const scanDlqSubject = (orgId: number | string) => wire(`scans.dlq.${orgId}`);
+/** Where a consumer's refused events go (stream DEAD_LETTERS). */
+export const deadLetterSubject = (durable: string) => wire(`deadletter.${durable}`);
 
 export const DURABLES = {
   trackingCatalog: named("tracking-catalog"),

@@ -8,6 +8,7 @@ import {
   startService,
   type Logger,
   type Metrics,
+  openUploads,
   type NatsConnection,
   type RunningService,
 } from "@whereabouts/shared";
@@ -15,9 +16,16 @@ import { createAssetService } from "./assets/asset-service.ts";
 import { createEventPublisher, type PublishFn } from "./events/event-outbox.ts";
 import { assetHandlers } from "./handlers/asset-handlers.ts";
 import { locationHandlers } from "./handlers/location-handlers.ts";
+import { handheldHandlers } from "./handlers/handheld-handlers.ts";
+import { bulkHandlers } from "./handlers/bulk-handlers.ts";
+import { startJobWorker, type BulkHooks } from "./bulk/bulk-import.ts";
+import { settingsHandlers } from "./handlers/settings-handlers.ts";
+import { createSettingsService } from "./settings/settings-service.ts";
 import { startPositionConsumer } from "./handlers/position-consumer.ts";
 import { createLocationService } from "./locations/location-service.ts";
 import { createTagService } from "./tags/tag-service.ts";
+import { scanPointHandlers } from "./handlers/scan-point-handlers.ts";
+import { createScanPointService } from "./scan-points/scan-point-service.ts";
 
 export interface CatalogDeps {
   nc: NatsConnection;
@@ -30,6 +38,8 @@ export interface CatalogDeps {
   poolSize?: number;
   /** RPC, consumer, outbox and pool metrics; default: a registry of its own. */
   metrics?: Metrics;
+  /** Hooks into running bulk jobs (tests stop the service at a known point). */
+  bulkHooks?: BulkHooks;
 }
 
 export function jetStreamPublisher(nc: NatsConnection): PublishFn {
@@ -55,8 +65,12 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
   await events.start();
 
   const assets = createAssetService({ events, db });
+  const uploads = await openUploads(nc);
+  const jobs = startJobWorker({ db, events, store: uploads, logger, ...(deps.bulkHooks ? { hooks: deps.bulkHooks } : {}) });
   const locations = createLocationService({ events, db });
   const tags = createTagService({ events });
+  const settings = createSettingsService({ db, events });
+  const scanPoints = createScanPointService({ db, events });
 
   return startService({
     name: "catalog",
@@ -65,8 +79,12 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
     handlers: {
       ...assetHandlers({ assets, tags }),
       ...locationHandlers({ locations, tags }),
+      ...handheldHandlers({ db }),
+      ...settingsHandlers(settings),
+      ...scanPointHandlers(scanPoints),
+      ...bulkHandlers({ db, store: async () => uploads, jobQueued: () => jobs.poke() }),
     },
-    workers: [consumer, { stop: () => events.stop() }, startDbMaintenance({ pool, schema: "catalog", logger })],
+    workers: [consumer, jobs, { stop: () => events.stop() }, startDbMaintenance({ pool, schema: "catalog", logger })],
     close: [async () => unwatch.forEach((stop) => stop()), () => pool.end()],
     metrics,
     readinessChecks: { database: () => pool.query("SELECT 1") },

@@ -45,21 +45,29 @@ import type { AuthService } from "./identity/auth-service.ts";
 import type { IdentityStore } from "./identity/identity-store.ts";
 import type { RateLimiter } from "./plugins/rate-limiter.ts";
 import { answerClientError, answerConnect } from "./http/client-error.ts";
+import { registerHandheld, type HandheldOptions } from "./handheld/handheld-routes.ts";
+import { createBulkUploads } from "./bulk/bulk-upload.ts";
+import { jetstream } from "@nats-io/jetstream";
 import { BODY_LIMIT_BYTES, checkContentType, decodeJsonBody, parseQueryString, unsupportedMediaType } from "./http/http-rules.ts";
 
 export interface GatewayDeps {
   logger: Logger;
   nc: NatsConnection;
   auth: AuthService;
-  identity: Pick<IdentityStore, "findOrganization">;
+  identity: Pick<
+    IdentityStore,
+    "findOrganization" | "findUserByEmail" | "createSession" | "revokeSession" | "countLoginFailures" | "recordLoginFailure"
+  >;
   rateLimiter: RateLimiter;
   rateLimit: { max: number; windowMs: number };
   rpcTimeoutMs: number;
   readyTimeoutMs: number;
   /** Each organization's newest catalog write: reads carry it (read-your-writes). */
-  watermarks: Pick<CatalogWatermarks, "seqFor">;
+  watermarks: Pick<CatalogWatermarks, "seqFor"> & Partial<Pick<CatalogWatermarks, "settled">>;
   /** HTTP and rate-limit metrics; default: a registry of its own. */
   metrics?: Metrics;
+  /** Sessions of the handheld page (EXTENSIONS.md section 1); default: 12 h, cookies without Secure. */
+  handheld?: Partial<HandheldOptions>;
 }
 
 declare module "fastify" {
@@ -80,6 +88,8 @@ const PROBE_ALLOW = "GET, HEAD";
 interface RouteConfig {
   /** Health probes: no key, no rate limit. */
   probe?: boolean;
+  /** The handheld page and its API: their own authentication (handheld-routes.ts). */
+  handheld?: boolean;
 }
 
 /** Each request's trace context: the caller's trace (or a new one), with the gateway's span. */
@@ -140,6 +150,19 @@ export async function buildGateway(deps: GatewayDeps) {
   // Bodies are read raw and decoded by the handler, after the checks above.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+  // Multipart is the bulk upload's (up to 64 MiB, streamed by its handler); anywhere else it is read
+  // like any body, within the 1 MiB limit, and refused with 415 by the route.
+  app.addContentTypeParser("multipart/form-data", (request, payload, done) => {
+    if (request.routeOptions.url === "/api/v1/assets/bulk") return done(null, undefined);
+    let size = 0;
+    const chunks: Buffer[] = [];
+    payload.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= BODY_LIMIT_BYTES) chunks.push(chunk);
+    });
+    payload.on("end", () => (size > BODY_LIMIT_BYTES ? done(new AppError("payload_too_large", `Request body exceeds ${BODY_LIMIT_BYTES} bytes`)) : done(null, Buffer.concat(chunks))));
+    payload.on("error", (err) => done(err));
+  });
 
   app.addHook("preClose", async () => {
     closing = true;
@@ -165,7 +188,8 @@ export async function buildGateway(deps: GatewayDeps) {
       reply.header("connection", "close");
       throw serviceUnavailable("The gateway is shutting down; retry on another instance", 1);
     }
-    if ((request.routeOptions.config as RouteConfig | undefined)?.probe) return;
+    const config = request.routeOptions.config as RouteConfig | undefined;
+    if (config?.probe || config?.handheld) return;
     await guard(request, reply);
   });
 
@@ -189,11 +213,16 @@ export async function buildGateway(deps: GatewayDeps) {
     try {
       const authenticated = await deps.auth.authenticate(request.headers.authorization);
       request.principal = authenticated.principal;
-      bucket = `key:${authenticated.principal.key_id}`;
+      bucket = authenticated.bucket;
       limit = authenticated.rateLimit ?? deps.rateLimit.max;
     } catch (err) {
       authError = err;
     }
+    await rateLimit(request, reply, bucket, limit, authError);
+  }
+
+  /** Counts the request in its bucket, sets the RateLimit headers; an authentication error goes first. */
+  async function rateLimit(request: FastifyRequest, reply: FastifyReply, bucket: string, limit: number, authError?: unknown): Promise<void> {
     const rl = await deps.rateLimiter.hit(bucket, limit);
     const resetSeconds = Math.max(1, Math.ceil(rl.resetMs / 1000));
     reply.header("ratelimit-limit", String(rl.limit));
@@ -209,6 +238,17 @@ export async function buildGateway(deps: GatewayDeps) {
       throw new AppError("rate_limited", `Rate limit of ${rl.limit} requests per window exceeded`);
     }
   }
+
+  // The instance's logger type differs from Fastify's default; the routes need neither.
+  registerHandheld({ route: (options) => app.route(options as never) }, {
+    auth: deps.auth,
+    identity: deps.identity,
+    nc: deps.nc,
+    js: jetstream(deps.nc),
+    rpcTimeoutMs: deps.rpcTimeoutMs,
+    options: { sessionTtlS: deps.handheld?.sessionTtlS ?? 43_200, cookieSecure: deps.handheld?.cookieSecure ?? false },
+    limit: (request, reply, bucket, max) => rateLimit(request, reply, bucket, max ?? deps.rateLimit.max),
+  });
 
   const probeMethods = (request: FastifyRequest, reply: FastifyReply) => {
     if (request.method === "GET" || request.method === "HEAD") return;
@@ -273,7 +313,8 @@ export async function buildGateway(deps: GatewayDeps) {
       throw forbidden(`This operation requires the ${operation.scope} scope`);
     }
     if (principal.org_id === null) {
-      if (operation.operation === "orgs.me") {
+      // The spec's 422 is for orgs/me; its settings (EXTENSIONS.md section 5) are the same resource's.
+      if (route.path === "/api/v1/orgs/me" || route.path.startsWith("/api/v1/orgs/me/")) {
         throw new AppError("missing_org_context", "The API key has no organization context");
       }
       throw forbidden("The API key has no organization context");
@@ -295,30 +336,49 @@ export async function buildGateway(deps: GatewayDeps) {
   async function forward(route: RouteSpec, request: FastifyRequest, reply: FastifyReply) {
     const operation = request.operation!;
     const principal = request.principal!;
-    checkContentType(request.method, request.headers["content-type"]);
-    const body = decodeJsonBody(request.method, request.body as Buffer | undefined);
+    const envelopeOf = (body: unknown): RpcRequest => ({
+      request_id: request.id,
+      principal,
+      method: request.method === "HEAD" ? "GET" : request.method,
+      route: route.path,
+      path: pathOf(request),
+      params: request.params as Record<string, string>,
+      query: queryOf(request),
+      body,
+      catalog_seq: deps.watermarks.seqFor(principal.org_id),
+    });
+    // Bulk upload: multipart, streamed to the object store (bulk-upload.ts), not a JSON body.
+    if (operation.operation === "asset.bulk") return render(request, reply, await bulk.upload(request.raw, envelopeOf(undefined)));
+    if (operation.operation === "asset.list" && wantsCsv(request.headers.accept)) {
+      const csv = await bulk.exportCsv(envelopeOf(undefined));
+      reply.header("content-type", "text/csv; charset=utf-8").header("content-disposition", 'attachment; filename="assets.csv"');
+      return reply.send(request.method === "HEAD" ? undefined : csv);
+    }
+    const raw = request.body as Buffer | undefined;
+    const empty = raw === undefined || raw.length === 0;
+    let body: unknown;
+    if (!(operation.bodyOptional && empty && request.headers["content-type"] === undefined)) {
+      checkContentType(request.method, request.headers["content-type"]);
+      body = operation.bodyOptional && empty ? undefined : decodeJsonBody(request.method, raw);
+    }
 
+    // Projections answer once they applied the organization's catalog writes up to
+    // catalog_seq: first read every announcement sent before this request.
+    if (operation.service === "reporting" || operation.service === "tracking") await deps.watermarks.settled?.().catch(() => undefined);
     let result: RawRpcReply;
     if (operation.service === "gateway") {
       const me = await orgsMe(principal);
       result = { status: me.status, headers: me.headers, payload: Buffer.from(JSON.stringify(me.body)) };
     } else {
-      const envelope: RpcRequest = {
-        request_id: request.id,
-        principal,
-        method: request.method === "HEAD" ? "GET" : request.method,
-        route: route.path,
-        path: pathOf(request),
-        params: request.params as Record<string, string>,
-        query: queryOf(request),
-        body,
-        catalog_seq: deps.watermarks.seqFor(principal.org_id),
-      };
-      result = await callRpcRaw(deps.nc, rpcSubject(operation.service, operation.operation), envelope, {
+      result = await callRpcRaw(deps.nc, rpcSubject(operation.service, operation.operation), envelopeOf(body), {
         timeoutMs: deps.rpcTimeoutMs,
         traceparent: formatTraceparent(traceOf(request.raw)),
       });
     }
+    return render(request, reply, result);
+  }
+
+  function render(request: FastifyRequest, reply: FastifyReply, result: RawRpcReply) {
     for (const [name, value] of Object.entries(result.headers)) reply.header(name, value);
     reply.code(result.status);
     const { payload } = result;
@@ -330,6 +390,8 @@ export async function buildGateway(deps: GatewayDeps) {
         : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
     return reply.header("content-type", "application/json").send(bytes);
   }
+
+  const bulk = createBulkUploads(deps.nc, deps.rpcTimeoutMs);
 
   async function orgsMe(principal: Principal): Promise<RpcReply> {
     const org = await deps.identity.findOrganization(principal.org_id!);
@@ -354,6 +416,11 @@ function fromFrameworkError(err: unknown, method: string): unknown {
   if (code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") return badRequest("Content-Length does not match the body");
   if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) return badRequest(err.message);
   return err;
+}
+
+/** `Accept: text/csv` (the CSV export of the asset list), unless JSON is asked for too. */
+function wantsCsv(accept: string | undefined): boolean {
+  return typeof accept === "string" && /(^|,)\s*text\/csv\b/i.test(accept) && !/application\/json/i.test(accept);
 }
 
 /** The request path (the envelope's `instance`); an absolute-form target (RFC 9112 3.2.2) loses its scheme and host. */

@@ -23,6 +23,10 @@ export const GatewayEnv = z.object({
   REDIS_URL: z.string().min(1).optional(),
   RPC_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   READY_TIMEOUT_MS: z.coerce.number().int().positive().default(1000),
+  /** Handheld sessions end after this many seconds (EXTENSIONS.md section 1). */
+  SESSION_TTL_S: z.coerce.number().int().positive().default(43_200),
+  /** `true`: the session cookie is sent over HTTPS only (set it behind TLS). */
+  COOKIE_SECURE: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
 });
 
 export type GatewayConfig = z.output<typeof GatewayEnv> & { identityDatabaseUrl: string };

@@ -52,6 +52,7 @@ const app = await buildGateway({
   readyTimeoutMs: config.READY_TIMEOUT_MS,
   watermarks,
   metrics,
+  handheld: { sessionTtlS: config.SESSION_TTL_S, cookieSecure: config.COOKIE_SECURE },
 });
 await app.listen({ host: config.HOST, port: config.PORT });
 

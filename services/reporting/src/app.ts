@@ -11,11 +11,19 @@ import {
   type NatsConnection,
   type RunningService,
 } from "@whereabouts/shared";
+import { createEventFeed, startEventRetention } from "./events/event-feed.ts";
+import { eventHandlers } from "./handlers/event-handlers.ts";
 import { reportHandlers } from "./handlers/report-handler.ts";
 import { REPORTING_CONSUMERS, startStreamConsumers } from "./handlers/stream-consumers.ts";
 import { createReportService } from "./report/report-service.ts";
 import { createReportStore } from "./report/report-store.ts";
+import { startRollupTransitions } from "./summary/rollup-transitions.ts";
+import { createSummaryService } from "./summary/summary-service.ts";
 import { createReportingDb } from "./reporting-db.ts";
+import { startWebhookDispatcher } from "./webhooks/dispatcher.ts";
+import { startAlertWorker } from "./alerts/alert-service.ts";
+import { createTargetGuard } from "./webhooks/target-guard.ts";
+import { createWebhookService } from "./webhooks/webhook-service.ts";
 
 export interface ReportingDeps {
   nc: NatsConnection;
@@ -26,6 +34,20 @@ export interface ReportingDeps {
   dbPoolMax?: number;
   /** RPC, consumer and pool metrics; default: a registry of its own. */
   metrics?: Metrics;
+  /** Partner events and webhooks (EXTENSIONS.md section 4). */
+  events?: {
+    retentionS?: number;
+    allowPrivateTargets?: boolean;
+    concurrency?: number;
+    perTarget?: number;
+    timeoutMs?: number;
+    /** How often retention runs (default every minute). */
+    retentionEveryMs?: number;
+    /** How often due zone and asset alerts are looked for (default 500 ms). */
+    alertPollMs?: number;
+  };
+  /** How often the location summary's due validity boundaries are applied (default every second). */
+  rollupEveryMs?: number;
 }
 
 export async function startReporting(deps: ReportingDeps): Promise<RunningService> {
@@ -34,23 +56,42 @@ export async function startReporting(deps: ReportingDeps): Promise<RunningServic
   const db = createReportingDb(pool);
   const unwatchPool = metrics.watchPool("reporting", pool);
   const jsm = await jetstreamManager(deps.nc);
-  const workers = await startStreamConsumers(deps.nc, db, deps.logger, metrics);
-  const service = createReportService({
-    db,
-    store: createReportStore(),
-    catalog: createConsistencyGate({
-      jsm,
-      stream: REPORTING_CONSUMERS.catalog.stream,
-      durable: REPORTING_CONSUMERS.catalog.durable,
-      timeoutMs: deps.catchUpTimeoutMs ?? 2000,
-    }),
+  const events = deps.events ?? {};
+  const guard = createTargetGuard(events.allowPrivateTargets ?? false);
+  const dispatcher = startWebhookDispatcher({
+    pool,
+    guard,
+    logger: deps.logger.child({ worker: "webhooks" }),
+    metrics,
+    concurrency: events.concurrency,
+    perTarget: events.perTarget,
+    timeoutMs: events.timeoutMs,
   });
+  const workers = await startStreamConsumers(deps.nc, db, deps.logger, metrics, { queued: () => dispatcher.poke() });
+  const catalog = createConsistencyGate({
+    jsm,
+    stream: REPORTING_CONSUMERS.catalog.stream,
+    durable: REPORTING_CONSUMERS.catalog.durable,
+    timeoutMs: deps.catchUpTimeoutMs ?? 2000,
+  });
+  const service = createReportService({ db, store: createReportStore(), catalog });
+  const retentionS = events.retentionS ?? 7 * 24 * 3600;
+  const feed = createEventFeed({ db, catalog, retentionS });
+  const webhooks = createWebhookService({ db, guard, queued: () => dispatcher.poke() });
   return startService({
     name: "reporting",
     nc: deps.nc,
     logger: deps.logger,
-    handlers: reportHandlers(service),
-    workers: [...workers, startDbMaintenance({ pool, schema: "reporting", logger: deps.logger })],
+    handlers: { ...reportHandlers(service, createSummaryService({ db, catalog })), ...eventHandlers(feed, webhooks) },
+    // On stop the dispatcher lets its requests in flight finish and records them.
+    workers: [
+      ...workers,
+      dispatcher,
+      startAlertWorker({ db, logger: deps.logger.child({ worker: "alerts" }), metrics, pollMs: events.alertPollMs, queued: () => dispatcher.poke() }),
+      startEventRetention({ db, retentionS, logger: deps.logger, everyMs: events.retentionEveryMs }),
+      startRollupTransitions({ db, logger: deps.logger.child({ worker: "rollup-transitions" }), everyMs: deps.rollupEveryMs }),
+      startDbMaintenance({ pool, schema: "reporting", logger: deps.logger }),
+    ],
     close: [async () => unwatchPool(), () => db.$disconnect()],
     metrics,
     readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },

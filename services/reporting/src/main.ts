@@ -20,6 +20,13 @@ const service = await startReporting({
   catchUpTimeoutMs: config.REPORT_CATCHUP_TIMEOUT_MS,
   dbPoolMax: config.REPORTING_DB_POOL_MAX,
   metrics,
+  events: {
+    retentionS: config.EVENT_RETENTION_S,
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    perTarget: config.WEBHOOK_TARGET_CONCURRENCY,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  },
 });
 ops.setReadiness(service.readiness);
 logger.info("reporting ready");

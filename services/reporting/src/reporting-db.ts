@@ -1,23 +1,21 @@
-/** The reporting schema's Prisma client (driver adapter pg), and the SQL surface the stores use. */
-import { PrismaPg } from "@prisma/adapter-pg";
-import type { Pool } from "@whereabouts/shared";
-import { PrismaClient } from "./generated/reporting/client.ts";
+/**
+ * The reporting schema's database client and the SQL surface the stores use:
+ * the shared pg client (no Prisma at runtime; the Prisma schema keeps the
+ * migrations and typed models).
+ */
+import { createSqlClient, type Pool, type SqlClient, type SqlRunner } from "@whereabouts/shared";
 
-export type ReportingDb = InstanceType<typeof PrismaClient>;
+export type { SqlRunner };
+export type ReportingDb = SqlClient;
 
-/** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
+/**
+ * From a URL, or from a pg Pool the caller watches (the client ends it on
+ * $disconnect). Statements are not prepared: the rebuild swaps the live tables
+ * and drops the old ones, and a prepared statement would lock those too
+ * (createSqlClient's note), deadlocking readers with the DROP.
+ */
 export function createReportingDb(connection: string | Pool, max = 10): ReportingDb {
-  const adapter =
-    typeof connection === "string"
-      ? new PrismaPg({ connectionString: connection, max })
-      : new PrismaPg(connection, { disposeExternalPool: true });
-  return new PrismaClient({ adapter });
-}
-
-/** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */
-export interface SqlRunner {
-  $executeRawUnsafe(query: string, ...values: unknown[]): PromiseLike<number>;
-  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
+  return createSqlClient(connection, { max, prepare: false });
 }
 
 /** Long enough for a rebuild batch; live batches take milliseconds. */

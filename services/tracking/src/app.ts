@@ -17,6 +17,7 @@ import {
 } from "@whereabouts/shared";
 import { runIsolated } from "./db/batch-isolation.ts";
 import { createTrackingClient } from "./db/tracking-db.ts";
+import { scanStatusHandler } from "./handlers/scan-status-handler.ts";
 import { historyListHandler } from "./handlers/history-handler.ts";
 import { metricsHandler, startCounterLog } from "./handlers/metrics-handler.ts";
 import { catalogConsumerSpec, scanConsumerSpec } from "./handlers/stream-consumers.ts";
@@ -25,6 +26,7 @@ import { createReplicaService, prepareCatalogConsumer } from "./replica/replica-
 import { createPositionPublisher } from "./scans/position-publisher.ts";
 import { createScanCounters } from "./scans/scan-metrics.ts";
 import { createScanService } from "./scans/scan-service.ts";
+import { startHistoryRetention } from "./history/history-retention.ts";
 
 export interface TrackingOptions {
   scanBatchSize: number;
@@ -40,6 +42,8 @@ export interface TrackingOptions {
   dbPoolSize: number;
   /** How often the ingestion counters are logged when they changed (0: never). */
   metricsLogIntervalMs: number;
+  /** How often history retention runs (organizations with history_retention_days). */
+  retentionIntervalMs: number;
 }
 
 export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
@@ -50,6 +54,7 @@ export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
   catchUpTimeoutMs: 3000,
   dbPoolSize: 10,
   metricsLogIntervalMs: 60_000,
+  retentionIntervalMs: 60_000,
 };
 
 export interface TrackingDeps {
@@ -81,11 +86,11 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
     spec: catalogSpec,
     logger,
     metrics,
-    handle: (messages) =>
+    handle: (messages, settle) =>
       runIsolated({
         messages,
-        process: replica.applyMessages,
-        reject: async (msg, err) => replica.rejectMessage(msg, err),
+        process: (batch) => replica.applyMessages(batch, settle),
+        reject: (msg, err) => replica.rejectMessage(msg, err, settle),
         db,
         logger,
       }),
@@ -118,6 +123,7 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
     logger,
     handlers: {
       "history.list": historyListHandler(history),
+      "scan.status": scanStatusHandler(db),
       metrics: metricsHandler(counters),
     },
     workers: [
@@ -131,6 +137,7 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
       },
       catalogWorker,
       summary,
+      startHistoryRetention({ pool, logger, metrics, everyMs: options.retentionIntervalMs }),
       startDbMaintenance({ pool, schema: "tracking", logger }),
     ],
     close: [async () => unwatchPool(), () => db.$disconnect()],

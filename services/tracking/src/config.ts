@@ -15,6 +15,8 @@ export const TrackingEnv = BaseServiceEnv.extend({
   TRACKING_CATCH_UP_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
   TRACKING_DB_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(10),
   TRACKING_METRICS_LOG_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** How often history retention runs for organizations with history_retention_days. */
+  TRACKING_RETENTION_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
 });
 
 export type TrackingConfig = ReturnType<typeof loadTrackingConfig>;
@@ -29,6 +31,7 @@ export function loadTrackingConfig(env: Record<string, string | undefined> = pro
     catchUpTimeoutMs: parsed.TRACKING_CATCH_UP_TIMEOUT_MS,
     dbPoolSize: parsed.TRACKING_DB_POOL_SIZE,
     metricsLogIntervalMs: parsed.TRACKING_METRICS_LOG_INTERVAL_MS,
+    retentionIntervalMs: parsed.TRACKING_RETENTION_INTERVAL_MS,
   };
   return { ...parsed, databaseUrl: serviceDatabaseUrl("tracking", env), options };
 }

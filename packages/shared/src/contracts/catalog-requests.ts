@@ -397,6 +397,19 @@ export type AssetPatchRequest = z.infer<typeof AssetPatchRequest>;
 
 /* ------------------------------------------------------------- locations */
 
+/** Zones and dwell limits (EXTENSIONS.md section 5): optional fields, additive within v1. */
+const zoneFields = {
+  is_zone: z.boolean().optional().meta({ description: "A zone counts its subtree as inside: zone.entered / zone.exited (default false)" }),
+  max_dwell_s: z
+    .number()
+    .int({ error: "max_dwell_s must be a whole number of seconds" })
+    .min(0, { error: "max_dwell_s must be at least 0" })
+    .max(2147483647, { error: "max_dwell_s must be at most 2147483647" })
+    .nullable()
+    .optional()
+    .meta({ description: "asset.dwell_exceeded when an asset stays at this location longer (seconds; null: no limit, the default)" }),
+};
+
 export const LocationCreateRequest = z
   .object({
     external_key: externalKey("external_key").optional().meta({ description: "Minted as LOC-NNNN when absent" }),
@@ -405,6 +418,7 @@ export const LocationCreateRequest = z
     is_active: z.boolean().optional(),
     parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
     parent_external_key: externalKey("parent_external_key").nullable().optional(),
+    ...zoneFields,
     valid_from: validityTimestamp("valid_from").optional(),
     valid_to: validityTimestamp("valid_to").nullable().optional(),
     tags: createTags().optional(),
@@ -420,6 +434,7 @@ export const LocationPatchRequest = z
     is_active: z.boolean().optional(),
     parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
     parent_external_key: externalKey("parent_external_key").nullable().optional(),
+    ...zoneFields,
     valid_from: validityTimestamp("valid_from").optional(),
     valid_to: validityTimestamp("valid_to").nullable().optional(),
     ...readOnlyEchoes,

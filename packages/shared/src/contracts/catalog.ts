@@ -1,6 +1,8 @@
 /** Catalog's resource views (the records of the spec) and its events. */
 import { z } from "zod";
-import { Id, Timestamp, TagType } from "./common.ts";
+import { Id, MAX_ID, Timestamp, TagType } from "./common.ts";
+import { OrgSettingsRecord } from "./settings.ts";
+import { ScanPointView } from "./scan-points.ts";
 
 export const TagView = z.object({
   id: Id,
@@ -40,6 +42,10 @@ export const LocationView = z.object({
   is_active: z.boolean(),
   parent_id: Id.nullable(),
   parent_external_key: z.string().nullable(),
+  /** EXTENSIONS.md section 5: a zone counts its whole subtree as inside (zone.entered / zone.exited). */
+  is_zone: z.boolean(),
+  /** asset.dwell_exceeded when an asset stays at this location (itself, not its subtree) longer; null: no limit. */
+  max_dwell_s: z.number().int().min(0).max(MAX_ID).nullable(),
   valid_from: Timestamp,
   valid_to: Timestamp.nullable(),
   created_at: Timestamp,
@@ -54,7 +60,7 @@ export const RenameResponse = <T extends z.ZodType>(record: T) =>
 
 /* ---------------------------------------------------------------- events */
 
-export const CATALOG_ENTITIES = ["asset", "location", "tag"] as const;
+export const CATALOG_ENTITIES = ["asset", "location", "tag", "settings", "scan_point"] as const;
 export const CatalogEntity = z.enum(CATALOG_ENTITIES);
 export const CATALOG_VERBS = ["created", "updated", "renamed", "deleted", "attached", "detached"] as const;
 export const CatalogVerb = z.enum(CATALOG_VERBS);
@@ -81,12 +87,55 @@ const eventBase = {
 };
 
 export const AssetEvent = z.object({ ...eventBase, entity: z.literal("asset"), data: AssetView });
-export const LocationEvent = z.object({ ...eventBase, entity: z.literal("location"), data: LocationView });
+/** Events recorded before zones existed carry neither field: read them as the defaults. */
+const LocationEventData = LocationView.extend({
+  is_zone: LocationView.shape.is_zone.default(false),
+  max_dwell_s: LocationView.shape.max_dwell_s.default(null),
+});
+export const LocationEvent = z.object({ ...eventBase, entity: z.literal("location"), data: LocationEventData });
 export const TagEvent = z.object({ ...eventBase, entity: z.literal("tag"), data: TagRecord });
-export const CatalogEvent = z.discriminatedUnion("entity", [AssetEvent, LocationEvent, TagEvent]);
+/** An organization's settings changed (entity_id is the organization). */
+export const SettingsEvent = z.object({ ...eventBase, entity: z.literal("settings"), data: OrgSettingsRecord });
+/** A scan point created, updated or deleted (its record as the API shows it). */
+export const ScanPointEvent = z.object({ ...eventBase, entity: z.literal("scan_point"), data: ScanPointView });
+export const CatalogEvent = z.discriminatedUnion("entity", [AssetEvent, LocationEvent, TagEvent, SettingsEvent, ScanPointEvent]);
 export type CatalogEvent = z.infer<typeof CatalogEvent>;
 export type AssetEvent = z.infer<typeof AssetEvent>;
 export type LocationEvent = z.infer<typeof LocationEvent>;
 export type TagEvent = z.infer<typeof TagEvent>;
+export type SettingsEvent = z.infer<typeof SettingsEvent>;
+export type ScanPointEvent = z.infer<typeof ScanPointEvent>;
 
 export { TagType };
+
+/** A row error of a bulk upload (EXTENSIONS.md section 3): row counts data rows from 1. */
+export const JobRowError = z.object({ row: z.number().int(), field: z.string(), code: z.string(), message: z.string() }).meta({ id: "JobRowError" });
+
+/** GET /api/v1/jobs/<id>: a background job and its progress. */
+export const JobView = z
+  .object({
+    id: Id,
+    kind: z.literal("assets.bulk"),
+    status: z.enum(["queued", "running", "succeeded", "failed"]),
+    rows_total: z.number().int().nullable().meta({ description: "Known once the file has been read through" }),
+    rows_done: z.number().int(),
+    created: z.number().int(),
+    updated: z.number().int(),
+    unchanged: z.number().int(),
+    failed_rows: z.number().int(),
+    errors: z.array(JobRowError).max(1000),
+    created_at: Timestamp,
+    started_at: Timestamp.nullable(),
+    finished_at: Timestamp.nullable(),
+  })
+  .meta({ id: "JobView" });
+export type JobView = z.infer<typeof JobView>;
+
+/** The parts of POST /api/v1/assets/bulk (multipart/form-data). */
+export const AssetBulkUpload = z
+  .object({
+    file: z.string().meta({ format: "binary", description: "UTF-8 CSV with a header row: external_key, name, description, is_active, valid_from, valid_to, metadata, tags" }),
+    mode: z.enum(["upsert", "create"]).optional(),
+    on_error: z.enum(["abort", "skip"]).optional(),
+  })
+  .meta({ id: "AssetBulkUpload" });

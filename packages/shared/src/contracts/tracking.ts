@@ -79,7 +79,10 @@ export const ScanEvent = z
     /** Idempotency key per organization. */
     event_id: z.string().min(1).max(255).optional(),
     observed_at: rfc3339Instant("observed_at"),
-    location: ScanLocation,
+    /** Absent: the location of the scan point mapping the subject's source and `antenna` (EXTENSIONS.md section 5). */
+    location: ScanLocation.optional(),
+    /** The reader's antenna; with `location` absent, picks the scan point (a source's null-antenna mapping is its default). */
+    antenna: z.number().int().min(0).max(2147483647).optional(),
     tags: z.array(ScanTag).min(1).max(1000),
   })
   .strict();
@@ -102,6 +105,7 @@ export const DLQ_REASONS = [
   "invalid_schema",
   "unknown_org",
   "unknown_location",
+  "unknown_scan_point",
   "no_resolved_tags",
   "processing_failed",
 ] as const;

@@ -8,23 +8,34 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { jetstream } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { DEFAULT_DATABASE_URL } from "../config.ts";
 import { announceCatalogWrite } from "../consistency.ts";
 import { encodeJson } from "../nats.ts";
-import { catalogEventSubject } from "../subjects.ts";
+import { catalogEventSubject, deadLetterSubject, STREAMS } from "../subjects.ts";
+import { DLQ_DETAIL_HEADER, DLQ_REASON_HEADER, DLQ_SUBJECT_HEADER } from "../contracts/tracking.ts";
 import { dropDatabase, ensureDatabase } from "../db.ts";
 
+/**
+ * A port nothing listens on, for a server a test starts later. Drawn at random
+ * below Linux's ephemeral range (32768-60999): a port the kernel handed out
+ * (listen(0)) is free only until the next outgoing connection of any process
+ * here takes it, and a stack starting eight services makes dozens.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await portFree(port)) return port;
+  }
+  throw new Error("no free port found in 20000-31999");
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 
@@ -34,12 +45,7 @@ export async function freePort(): Promise<number> {
  */
 export async function freePortIn(from: number, to: number): Promise<number> {
   for (let port = from; port <= to; port++) {
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once("error", () => resolve(false));
-      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
+    if (await portFree(port)) return port;
   }
   throw new Error(`no free port in ${from}-${to}`);
 }
@@ -166,4 +172,42 @@ export async function publishCatalogEvent(
   const ack = await jetstream(nc).publish(catalogEventSubject(event.org_id, event.entity, event.verb), encodeJson(event), { msgID: msgId });
   announceCatalogWrite(nc, event.org_id, ack.seq);
   await nc.flush();
+}
+
+/** Every message a stream holds on subjects matching the filter, oldest first (an ordered, unacked read). */
+export async function readStream(
+  nc: NatsConnection,
+  stream: string,
+  filter?: string,
+): Promise<Array<{ subject: string; data: Uint8Array; headers: Record<string, string> }>> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(stream);
+  const out: Array<{ subject: string; data: Uint8Array; headers: Record<string, string> }> = [];
+  if (info.state.messages === 0) return out;
+  const consumer = await jetstream(nc).consumers.get(stream, {
+    ...(filter ? { filter_subjects: filter } : {}),
+    deliver_policy: DeliverPolicy.All,
+  });
+  const pattern = filter ? new RegExp(`^${filter.replace(/\./g, "\\.").replace(/\*/g, "[^.]+").replace(/>$/, ".+")}$`) : /.*/;
+  for (;;) {
+    const msg: JsMsg | null = await consumer.next({ expires: 1000 });
+    if (!msg) break;
+    const headers: Record<string, string> = {};
+    for (const [k, v] of msg.headers ?? []) headers[k] = v.join(",");
+    if (pattern.test(msg.subject)) out.push({ subject: msg.subject, data: msg.data, headers });
+    if (msg.info.pending === 0) break;
+  }
+  await consumer.delete().catch(() => undefined);
+  return out;
+}
+
+/** What a consumer (by durable) dead-lettered, oldest first: reason, detail, the original subject and payload. */
+export async function readDeadLetters(nc: NatsConnection, durable: string) {
+  const messages = await readStream(nc, STREAMS.DEAD_LETTERS.name, deadLetterSubject(durable));
+  return messages.map((m) => ({
+    reason: m.headers[DLQ_REASON_HEADER],
+    detail: m.headers[DLQ_DETAIL_HEADER],
+    subject: m.headers[DLQ_SUBJECT_HEADER],
+    text: new TextDecoder().decode(m.data),
+  }));
 }

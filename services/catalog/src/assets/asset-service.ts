@@ -17,7 +17,8 @@ import {
 } from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import type { EventInput, EventPublisher } from "../events/event-outbox.ts";
+import type { Emit, EventInput, EventPublisher } from "../events/event-outbox.ts";
+import type { Tx } from "../db/catalog-db.ts";
 import {
   jsonEqual,
   parseObject,
@@ -84,32 +85,7 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     for (let attempt = 0; ; attempt++) {
       try {
         const externalKey = request.external_key ?? (await mintExternalKey(db, orgId, "asset"));
-        return await events.write(async (tx, emit) => {
-          const id = await insertAsset(tx, orgId, {
-            externalKey,
-            name: request.name,
-            description: request.description ?? null,
-            isActive: request.is_active ?? true,
-            metadata: (request.metadata as Record<string, unknown> | undefined) ?? {},
-            validFrom: storedInstant(request.valid_from),
-            validTo: storedInstant(request.valid_to) ?? null,
-          }).catch((err: unknown) => {
-            if (uniqueViolation(err) === ASSET_LIVE_UNIQUE_INDEX && request.external_key !== undefined) {
-              throw keyTaken(externalKey);
-            }
-            throw err;
-          });
-          // The tags first, then one read of the record: `created` carries them
-          // (as it would after any later change), followed by their `attached`.
-          const tagEvents: EventInput[] = [];
-          if (request.tags?.length) {
-            await attachTags(tx, async (event) => void tagEvents.push(event), orgId, "asset", id, request.tags, { newOwner: true });
-          }
-          const created = await loadAsset(tx, orgId, id);
-          await emit({ entity: "asset", verb: "created", orgId, version: created.version, data: created.view });
-          for (const event of tagEvents) await emit(event);
-          return created.view;
-        });
+        return await events.write((tx, emit) => insertAssetRecord(tx, emit, orgId, request, externalKey));
       } catch (err) {
         // A minted key raced a caller's concurrent insert of the same key: mint again.
         if (request.external_key === undefined && uniqueViolation(err) === ASSET_LIVE_UNIQUE_INDEX && attempt < 5) continue;
@@ -138,39 +114,7 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
 
   async function update(orgId: number, id: number, body: unknown): Promise<AssetView> {
     const raw = requireObject(body);
-    const parsed = parseObject(AssetPatchRequest, raw);
-    return events.write(async (tx, emit) => {
-      const state = await lockAsset(tx, orgId, id);
-      if (!state) throw assetNotFound(id);
-      const current = state.view;
-      const sent = (key: string) => has(raw, key) && !parsed.failed.has(key);
-
-      const errors = [...parsed.fields, ...checkEchoes(raw, current, "assets", parsed.failed)];
-      for (const key of LOCATION_FIELDS) {
-        if (sent(key) && raw[key] !== current[key]) errors.push(readOnlyError(key, `${key} ${ASSET_LOCATION_READ_ONLY}`));
-      }
-      throwIfAny(errors);
-
-      const patch = parsed.data!;
-      const changes: AssetChanges = {};
-      if (patch.name !== undefined && patch.name !== current.name) changes.name = patch.name;
-      if (patch.description !== undefined && patch.description !== current.description) changes.description = patch.description;
-      if (patch.is_active !== undefined && patch.is_active !== current.is_active) changes.is_active = patch.is_active;
-      if (patch.metadata !== undefined && !jsonEqual(patch.metadata, current.metadata)) {
-        changes.metadata = patch.metadata as Record<string, unknown>;
-      }
-      const validFrom = storedInstant(patch.valid_from);
-      if (validFrom !== undefined && validFrom !== null && validFrom !== state.valid_from_us) changes.valid_from = validFrom;
-      const validTo = storedInstant(patch.valid_to);
-      if (validTo !== undefined && validTo !== state.valid_to_us) changes.valid_to = validTo;
-
-      // Rule 3 and 10: nothing to change answers the record as it is.
-      if (Object.keys(changes).length === 0) return current;
-      await updateAsset(tx, orgId, id, changes);
-      const updated = await loadAsset(tx, orgId, id);
-      await emit({ entity: "asset", verb: "updated", orgId, version: updated.version, data: updated.view });
-      return updated.view;
-    });
+    return events.write(async (tx, emit) => (await patchAssetRecord(tx, emit, orgId, id, raw)).view);
   }
 
   async function rename(orgId: number, id: number, body: unknown): Promise<{ data: AssetView; descendant_count_affected: number }> {
@@ -208,3 +152,70 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
   return { create, get, list, update, rename, remove };
 }
 export type AssetService = ReturnType<typeof createAssetService>;
+
+/**
+ * The PATCH rules on a locked asset, in the caller's transaction: echoes of
+ * read-only fields, then only what differs is written (and announced).
+ * Shared by PATCH and the bulk upload's updates.
+ */
+export async function patchAssetRecord(tx: Tx, emit: Emit, orgId: number, id: number, raw: JsonObject): Promise<{ view: AssetView; changed: boolean }> {
+  const parsed = parseObject(AssetPatchRequest, raw);
+  const state = await lockAsset(tx, orgId, id);
+  if (!state) throw assetNotFound(id);
+  const current = state.view;
+  const sent = (key: string) => has(raw, key) && !parsed.failed.has(key);
+
+  const errors = [...parsed.fields, ...checkEchoes(raw, current, "assets", parsed.failed)];
+  for (const key of LOCATION_FIELDS) {
+    if (sent(key) && raw[key] !== current[key]) errors.push(readOnlyError(key, `${key} ${ASSET_LOCATION_READ_ONLY}`));
+  }
+  throwIfAny(errors);
+
+  const patch = parsed.data!;
+  const changes: AssetChanges = {};
+  if (patch.name !== undefined && patch.name !== current.name) changes.name = patch.name;
+  if (patch.description !== undefined && patch.description !== current.description) changes.description = patch.description;
+  if (patch.is_active !== undefined && patch.is_active !== current.is_active) changes.is_active = patch.is_active;
+  if (patch.metadata !== undefined && !jsonEqual(patch.metadata, current.metadata)) {
+    changes.metadata = patch.metadata as Record<string, unknown>;
+  }
+  const validFrom = storedInstant(patch.valid_from);
+  if (validFrom !== undefined && validFrom !== null && validFrom !== state.valid_from_us) changes.valid_from = validFrom;
+  const validTo = storedInstant(patch.valid_to);
+  if (validTo !== undefined && validTo !== state.valid_to_us) changes.valid_to = validTo;
+
+  // Rule 3 and 10: nothing to change answers the record as it is.
+  if (Object.keys(changes).length === 0) return { view: current, changed: false };
+  await updateAsset(tx, orgId, id, changes);
+  const updated = await loadAsset(tx, orgId, id);
+  await emit({ entity: "asset", verb: "updated", orgId, version: updated.version, data: updated.view });
+  return { view: updated.view, changed: true };
+}
+
+/** A new asset with its tags, in the caller's transaction: `created` (carrying the tags), then each `attached`. */
+export async function insertAssetRecord(tx: Tx, emit: Emit, orgId: number, request: AssetCreateRequest, externalKey: string): Promise<AssetView> {
+  const id = await insertAsset(tx, orgId, {
+    externalKey,
+    name: request.name,
+    description: request.description ?? null,
+    isActive: request.is_active ?? true,
+    metadata: (request.metadata as Record<string, unknown> | undefined) ?? {},
+    validFrom: storedInstant(request.valid_from),
+    validTo: storedInstant(request.valid_to) ?? null,
+  }).catch((err: unknown) => {
+    if (uniqueViolation(err) === ASSET_LIVE_UNIQUE_INDEX && request.external_key !== undefined) {
+      throw keyTaken(externalKey);
+    }
+    throw err;
+  });
+  // The tags first, then one read of the record: `created` carries them
+  // (as it would after any later change), followed by their `attached`.
+  const tagEvents: EventInput[] = [];
+  if (request.tags?.length) {
+    await attachTags(tx, async (event) => void tagEvents.push(event), orgId, "asset", id, request.tags, { newOwner: true });
+  }
+  const created = await loadAsset(tx, orgId, id);
+  await emit({ entity: "asset", verb: "created", orgId, version: created.version, data: created.view });
+  for (const event of tagEvents) await emit(event);
+  return created.view;
+}

@@ -1,6 +1,6 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
 import { unnestColumns, type AssetPositionEvent, type AssetView, type SortKey } from "@whereabouts/shared";
-import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
+import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy, type Page } from "../requests/list-query.ts";
@@ -94,6 +94,47 @@ export async function insertAsset(db: Db, orgId: number, input: NewAsset): Promi
     ],
   );
   return row!.id;
+}
+
+/**
+ * Many new assets in one statement (the bulk upload), ids in input order.
+ * Each row's timestamps are its own statement's clock, as one INSERT each would have.
+ */
+export async function insertAssets(db: Db, orgId: number, inputs: NewAsset[]): Promise<number[]> {
+  if (!inputs.length) return [];
+  const rows = await query<{ id: number; external_key: string }>(
+    db,
+    `INSERT INTO catalog.assets
+       (org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at)
+     SELECT $1, r.external_key, r.name, r.description, r.is_active, r.metadata::jsonb,
+            COALESCE(r.valid_from::timestamptz, ${NOW_MS}), r.valid_to::timestamptz, ${NOW_MS}, ${NOW_MS}
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[])
+         AS r(external_key, name, description, is_active, metadata, valid_from, valid_to)
+     RETURNING id, external_key`,
+    [
+      orgId,
+      inputs.map((i) => i.externalKey),
+      inputs.map((i) => i.name),
+      inputs.map((i) => i.description),
+      inputs.map((i) => i.isActive),
+      inputs.map((i) => JSON.stringify(i.metadata)),
+      inputs.map((i) => i.validFrom ?? null),
+      inputs.map((i) => i.validTo),
+    ],
+  );
+  // RETURNING keeps no input order: map back by key (live keys are unique per organization).
+  const byKey = new Map(rows.map((r) => [r.external_key, r.id]));
+  return inputs.map((i) => byKey.get(i.externalKey)!);
+}
+
+/** Many assets' views and versions (events of a bulk write), by id. */
+export async function loadAssets(db: Db, orgId: number, ids: number[]): Promise<Map<number, { view: AssetView; version: number }>> {
+  const rows = await query<{ id: number; view: AssetView; version: number }>(
+    db,
+    `SELECT a.id, ${VIEW} AS view, a.version FROM catalog.assets a ${JOIN_LOCATION} WHERE a.org_id = $1 AND a.id = ANY($2::int[])`,
+    [orgId, ids],
+  );
+  return new Map(rows.map((r) => [r.id, { view: r.view, version: r.version }]));
 }
 
 export interface AssetChanges {

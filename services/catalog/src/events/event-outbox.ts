@@ -4,16 +4,18 @@
  * = event_id) before the reply, and a relay republishes whatever a crash left
  * unpublished, in order.
  */
-import { ulid } from "ulid";
+
 import {
   catalogEventSubject,
-  CatalogEvent,
+  type CatalogEvent,
   currentDeadline,
-  encodeJson,
+  newEventId,
   type AssetView,
   type CatalogVerb,
   type LocationView,
   type Logger,
+  type OrgSettingsRecord,
+  type ScanPointView,
   type TagRecord,
 } from "@whereabouts/shared";
 import type { z } from "zod";
@@ -24,7 +26,9 @@ export type Verb = z.infer<typeof CatalogVerb>;
 export type EventInput =
   | { entity: "asset"; verb: Verb; orgId: number; version: number; data: AssetView }
   | { entity: "location"; verb: Verb; orgId: number; version: number; data: LocationView }
-  | { entity: "tag"; verb: Verb; orgId: number; version: number; data: TagRecord };
+  | { entity: "tag"; verb: Verb; orgId: number; version: number; data: TagRecord }
+  | { entity: "settings"; verb: Verb; orgId: number; version: number; data: OrgSettingsRecord }
+  | { entity: "scan_point"; verb: Verb; orgId: number; version: number; data: ScanPointView };
 
 export interface PendingEvent {
   outboxId: string;
@@ -45,6 +49,11 @@ export type PublishFn = (subject: string, payload: Uint8Array, msgId: string) =>
 export type AnnounceFn = (orgId: number, seq: number) => void;
 
 const encoder = new TextEncoder();
+const roundAll = (times: Record<string, number>) => Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)]));
+/** Outbox rows the relay publishes per transaction (pipelined). */
+const RELAY_BATCH = 1000;
+/** Relay batches in flight at once (each holds a pooled connection until its acks are in). */
+const RELAY_WINDOW = 3;
 
 /** An event built and serialized, before its outbox row exists. */
 type BuiltEvent = Omit<PendingEvent, "outboxId">;
@@ -53,7 +62,7 @@ function buildEvent(input: EventInput): BuiltEvent {
   // Built from typed parts (the views come from our own SQL): no parse needed on the way out.
   const payload = {
     version: 1,
-    event_id: ulid(),
+    event_id: newEventId(),
     org_id: input.orgId,
     entity: input.entity,
     entity_id: input.data.id,
@@ -89,6 +98,11 @@ export async function recordEvents(tx: Db, events: BuiltEvent[]): Promise<Pendin
   return events.map((e) => ({ ...e, outboxId: ids.get(e.eventId)! }));
 }
 
+/** Records events in the outbox inside `tx` at once (a bulk job's batch), for the relay to publish after commit. */
+export async function recordEventInputs(tx: Db, inputs: EventInput[]): Promise<void> {
+  await recordEvents(tx, inputs.map(buildEvent));
+}
+
 /** Emits events from inside a unit of work. */
 export type Emit = (input: EventInput) => Promise<void>;
 
@@ -97,6 +111,12 @@ export interface EventPublisher {
   write<T>(work: (tx: Tx, emit: Emit) => Promise<T>): Promise<T>;
   /** Publishes every unpublished event older than `minAgeMs`, oldest first. */
   relay(minAgeMs?: number): Promise<number>;
+  /**
+   * Publishes the whole backlog now, in order and in batches, and resolves
+   * once nothing committed before the call is left unpublished (rows another
+   * replica's relay holds are waited for).
+   */
+  flush(): Promise<void>;
   /** Events committed but not yet published (the backlog metric). */
   backlog(): Promise<number>;
   start(): Promise<void>;
@@ -190,37 +210,77 @@ export function createEventPublisher(deps: {
     if (done.length) markPublished(done);
   }
 
-  async function relayBatch(minAgeMs: number): Promise<number> {
-    return inTransaction(db, async (tx) => {
-      const rows = await query<{ id: string; event_id: string; subject: string; payload: unknown }>(
+  /**
+   * One batch of the backlog, oldest first, published pipelined on the one
+   * connection (JetStream stores them in that order). The payload goes out as
+   * the text we wrote, unparsed: it was built from typed parts, as in `write`.
+   * The batch is claimed by marking it in the same statement that reads it (one
+   * row version per event, no separate lock and mark); the mark commits only
+   * once every publish is acked, and a publish that fails rolls the batch back.
+   * Nats-Msg-Id de-duplicates the retry. `claimed` resolves once the rows are
+   * held and their publishes issued (the next batch may start), `done` at commit.
+   */
+  function relayBatch(minAgeMs: number, after: string): { claimed: Promise<{ n: number; last: string }>; done: Promise<void> } {
+    let claim!: (batch: { n: number; last: string }) => void;
+    const claimed = new Promise<{ n: number; last: string }>((resolve) => (claim = resolve));
+    const started = performance.now();
+    const done = inTransaction(db, async (tx) => {
+      // From past the last row this run published: the rows it just marked stay in the partial
+      // index as dead entries until vacuum, and scanning them again each batch grows quadratically.
+      const rows = await query<{ id: string; event_id: string; subject: string; org_id: number; json: string }>(
         tx,
-        `SELECT id::text AS id, event_id, subject, payload FROM catalog.outbox_events
-          WHERE published_at IS NULL AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
-          ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`,
-        [minAgeMs],
+        `UPDATE catalog.outbox_events o SET published_at = now()
+          WHERE o.id IN (SELECT id FROM catalog.outbox_events
+                          WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+                          ORDER BY id LIMIT ${RELAY_BATCH} FOR UPDATE SKIP LOCKED)
+          RETURNING o.id::text AS id, o.event_id, o.subject, o.org_id, o.payload::text AS json`,
+        [minAgeMs, after],
       );
-      const published: Array<{ orgId: number; seq: number }> = [];
-      for (const row of rows) {
-        const payload = CatalogEvent.parse(row.payload);
-        published.push({ orgId: payload.org_id, seq: await publish(row.subject, encodeJson(payload), row.event_id) });
-      }
-      announceAll(published);
-      if (rows.length) {
-        await execute(tx, `UPDATE catalog.outbox_events SET published_at = now() WHERE id = ANY($1::bigint[])`, [
-          rows.map((r) => r.id),
-        ]);
-      }
-      return rows.length;
+      // RETURNING keeps no order: publish in outbox order (ids are far below 2^53).
+      rows.sort((a, b) => Number(a.id) - Number(b.id));
+      const claimedAt = performance.now();
+      const acks = Promise.all(rows.map((row) => publish(row.subject, encoder.encode(row.json), row.event_id)));
+      claim({ n: rows.length, last: rows.at(-1)?.id ?? after });
+      const seqs = await acks;
+      announceAll(rows.map((row, i) => ({ orgId: row.org_id, seq: seqs[i]! })));
+      relayMs.claim += claimedAt - started;
+      relayMs.acks += performance.now() - claimedAt;
     });
+    return { claimed: Promise.race([claimed, done.then(() => ({ n: 0, last: after }))]), done };
   }
 
+  /**
+   * The backlog as a window of batches in flight: the next batch is read and
+   * its publishes issued while earlier ones still await their acks and marks
+   * (each batch keeps its own transaction, so a failed one alone rolls back).
+   * Publishes are issued batch after batch on one connection: order is kept.
+   */
+  let relayMs = { claim: 0, acks: 0 };
   async function relayAll(minAgeMs: number): Promise<number> {
+    const started = performance.now();
+    relayMs = { claim: 0, acks: 0 };
     let total = 0;
-    for (;;) {
-      const n = await relayBatch(minAgeMs);
-      total += n;
-      if (n < 100) return total;
+    let after = "0";
+    const window: Array<Promise<void>> = [];
+    try {
+      for (;;) {
+        const batch = relayBatch(minAgeMs, after);
+        window.push(batch.done);
+        const { n, last } = await batch.claimed;
+        total += n;
+        after = last;
+        if (n < RELAY_BATCH) break;
+        if (window.length >= RELAY_WINDOW) await window.shift();
+      }
+    } finally {
+      const settled = await Promise.allSettled(window);
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+      // eslint-disable-next-line no-unsafe-finally -- the first failed batch is the relay's error
+      if (failed) throw failed.reason;
     }
+    // Summed over the batches in flight (they overlap): where a backlog's time goes.
+    if (total) logger.debug({ events: total, ms: Math.round(performance.now() - started), batch_ms: roundAll(relayMs) }, "outbox relay run");
+    return total;
   }
 
   const relay = (minAgeMs = 0): Promise<number> => {
@@ -263,6 +323,21 @@ export function createEventPublisher(deps: {
       return result;
     },
     relay,
+    async flush() {
+      const last = await queryOne<{ id: string | null }>(db, `SELECT max(id)::text AS id FROM catalog.outbox_events`);
+      if (!last?.id) return;
+      for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
+        await relay(0);
+        const left = await queryOne<{ n: number }>(
+          db,
+          `SELECT count(*)::int AS n FROM (SELECT 1 FROM catalog.outbox_events WHERE published_at IS NULL AND id <= $1::bigint LIMIT 1) s`,
+          [last.id],
+        );
+        if (!left?.n) return;
+        // Held by a relay running elsewhere (or one in flight here that started before our rows): look again shortly.
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    },
     async backlog() {
       const row = await queryOne<{ n: number }>(db, `SELECT count(*)::int AS n FROM catalog.outbox_events WHERE published_at IS NULL`);
       return row?.n ?? 0;

@@ -6,7 +6,7 @@ import { checkPair, readKeyFilter, readQ } from "../requests/list-query.ts";
 import type { TagService } from "../tags/tag-service.ts";
 import { noContent, ok, orgOf, pathId } from "./rpc-support.ts";
 
-function readAssetQuery(request: RpcRequest) {
+export function readAssetQuery(request: RpcRequest) {
   const reader = new QueryReader(request.query);
   checkPair(reader, "location_id", "location_external_key");
   const filters: AssetFilters = {

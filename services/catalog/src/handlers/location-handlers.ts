@@ -14,6 +14,7 @@ function readLocationQuery(request: RpcRequest) {
     parentIds: reader.ids("parent_id"),
     parentKeys: readKeyFilter(reader, "parent_external_key"),
     isActive: reader.bool("is_active"),
+    isZone: reader.bool("is_zone"),
     includeDeleted: reader.bool("include_deleted") ?? false,
     q: readQ(reader),
   };

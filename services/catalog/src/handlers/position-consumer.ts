@@ -14,6 +14,7 @@ import {
   STREAMS,
   type AssetPositionEvent,
   type ConsumerSpec,
+  type BatchSettlement,
   type JsMsg,
   type Logger,
   type Metrics,
@@ -46,7 +47,7 @@ export async function startPositionConsumer(deps: {
   const { db, logger } = deps;
   const jsm = await jetstreamManager(deps.nc);
   await jsm.consumers.delete(POSITION_CONSUMER.stream, RETIRED_DURABLE).catch(() => false);
-  const handle = async (messages: JsMsg[]) => {
+  const handle = async (messages: JsMsg[], settle: BatchSettlement) => {
     const events: AssetPositionEvent[] = [];
     const applied: JsMsg[] = [];
     for (const msg of messages) {
@@ -57,9 +58,8 @@ export async function startPositionConsumer(deps: {
         parsed = undefined;
       }
       if (!parsed || parsed.some((e) => !parseInstant(e.observed_at))) {
-        // Poison: never retried, never blocks the stream.
-        logger.error({ subject: msg.subject, seq: msg.seq }, "malformed asset position event dropped");
-        msg.term();
+        // Poison: never retried, never blocks the stream, kept on DEAD_LETTERS.
+        await settle.deadLetter(msg, "malformed_event", parsed ? "observed_at is not an instant" : "not an asset position event");
         continue;
       }
       for (const event of parsed) if (event.verb === "moved") events.push(event);

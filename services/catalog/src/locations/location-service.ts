@@ -130,6 +130,8 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
             description: request.description ?? null,
             isActive: request.is_active ?? true,
             parentId,
+            isZone: request.is_zone ?? false,
+            maxDwellS: request.max_dwell_s ?? null,
             validFrom: storedInstant(request.valid_from),
             validTo: storedInstant(request.valid_to) ?? null,
           }).catch((err: unknown) => {
@@ -207,6 +209,8 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
       if (patch.name !== undefined && patch.name !== current.name) changes.name = patch.name;
       if (patch.description !== undefined && patch.description !== current.description) changes.description = patch.description;
       if (patch.is_active !== undefined && patch.is_active !== current.is_active) changes.is_active = patch.is_active;
+      if (patch.is_zone !== undefined && patch.is_zone !== current.is_zone) changes.is_zone = patch.is_zone;
+      if (patch.max_dwell_s !== undefined && patch.max_dwell_s !== current.max_dwell_s) changes.max_dwell_s = patch.max_dwell_s;
       const validFrom = storedInstant(patch.valid_from);
       if (validFrom !== undefined && validFrom !== null && validFrom !== state.valid_from_us) changes.valid_from = validFrom;
       const validTo = storedInstant(patch.valid_to);

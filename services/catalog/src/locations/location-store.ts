@@ -21,6 +21,8 @@ const VIEW = `json_build_object(
   'is_active', l.is_active,
   'parent_id', p.id,
   'parent_external_key', p.external_key,
+  'is_zone', l.is_zone,
+  'max_dwell_s', l.max_dwell_s,
   'valid_from', ${wireTs("l.valid_from")},
   'valid_to', ${wireTs("l.valid_to")},
   'created_at', ${wireTs("l.created_at")},
@@ -103,6 +105,8 @@ export interface NewLocation {
   description: string | null;
   isActive: boolean;
   parentId: number | null;
+  isZone: boolean;
+  maxDwellS: number | null;
   validFrom: string | undefined;
   validTo: string | null;
 }
@@ -111,10 +115,21 @@ export async function insertLocation(db: Db, orgId: number, input: NewLocation):
   const row = await queryOne<{ id: number }>(
     db,
     `INSERT INTO catalog.locations
-       (org_id, external_key, name, description, is_active, parent_id, valid_from, valid_to, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS})
+       (org_id, external_key, name, description, is_active, parent_id, valid_from, valid_to, created_at, updated_at, is_zone, max_dwell_s)
+     VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS}, $9, $10::int)
      RETURNING id`,
-    [orgId, input.externalKey, input.name, input.description, input.isActive, input.parentId, input.validFrom ?? null, input.validTo],
+    [
+      orgId,
+      input.externalKey,
+      input.name,
+      input.description,
+      input.isActive,
+      input.parentId,
+      input.validFrom ?? null,
+      input.validTo,
+      input.isZone,
+      input.maxDwellS,
+    ],
   );
   return row!.id;
 }
@@ -124,6 +139,8 @@ export interface LocationChanges {
   description?: string | null;
   is_active?: boolean;
   parent_id?: number | null;
+  is_zone?: boolean;
+  max_dwell_s?: number | null;
   valid_from?: string;
   valid_to?: string | null;
 }
@@ -133,6 +150,8 @@ const CASTS: Record<keyof LocationChanges, string> = {
   description: "",
   is_active: "",
   parent_id: "::int",
+  is_zone: "::boolean",
+  max_dwell_s: "::int",
   valid_from: "::timestamptz",
   valid_to: "::timestamptz",
 };
@@ -251,6 +270,7 @@ export interface LocationFilters {
   parentIds: number[];
   parentKeys: string[];
   isActive: boolean | undefined;
+  isZone: boolean | undefined;
   includeDeleted: boolean;
   q: string | undefined;
 }
@@ -266,13 +286,14 @@ function where(p: Params, orgId: number, f: LocationFilters): string[] {
       WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.parentKeys)}::text[]))`);
   }
   if (f.isActive !== undefined) conds.push(`l.is_active = ${p.add(f.isActive)}`);
+  if (f.isZone !== undefined) conds.push(`l.is_zone = ${p.add(f.isZone)}`);
   if (f.q !== undefined) conds.push(searchMatch("location", "l", org, p.add(containsPattern(f.q))));
   return conds;
 }
 
 /** The cache key of a whole-organization list's count, or undefined when other filters narrow it. */
 function wholeOrgCountKey(orgId: number, f: LocationFilters): string | undefined {
-  if (f.externalKeys.length || f.parentIds.length || f.parentKeys.length || f.q !== undefined) return undefined;
+  if (f.externalKeys.length || f.parentIds.length || f.parentKeys.length || f.q !== undefined || f.isZone !== undefined) return undefined;
   return `location:${orgId}:${f.includeDeleted}:${f.isActive ?? "any"}`;
 }
 

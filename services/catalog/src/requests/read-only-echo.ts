@@ -54,7 +54,7 @@ export function tagsEqual(sent: unknown, current: TagView[]): boolean {
 export function checkEchoes(
   body: JsonObject,
   current: EchoTarget,
-  resource: "assets" | "locations",
+  resource: "assets" | "locations" | "scan-points",
   skip: Set<string>,
 ): FieldError[] {
   const base = `/api/v1/${resource}/${current.id}`;

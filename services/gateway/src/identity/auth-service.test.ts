@@ -17,6 +17,7 @@ function storeWith(rows: ApiKeyRow[]) {
     touchApiKey: async (id: number) => {
       touched.push(id);
     },
+    findSessionByHash: async () => null,
   };
 }
 
@@ -92,7 +93,7 @@ describe("authenticate", () => {
     const store = storeWith([row(key, { rateLimit: 9, orgId: null, scopes: ["a", "b"] })]);
     let t = now.getTime();
     const auth = createAuthService(store, () => new Date(t));
-    expect(await auth.authenticate(`Bearer ${key}`)).toEqual({ principal: { key_id: 1, org_id: null, scopes: ["a", "b"] }, rateLimit: 9 });
+    expect(await auth.authenticate(`Bearer ${key}`)).toEqual({ principal: { key_id: 1, org_id: null, scopes: ["a", "b"] }, rateLimit: 9, bucket: "key:1" });
     await auth.authenticate(`Bearer ${key}`);
     t += 61_000;
     await auth.authenticate(`Bearer ${key}`);

@@ -1,5 +1,7 @@
 /**
- * Authenticates a request's Authorization header into a principal.
+ * Authenticates a request's Authorization header into a principal: an API
+ * key, or a user's session token (EXTENSIONS.md section 1: the same 401/403/422
+ * rules, the user's scopes). The handheld page's cookie carries the same token.
  *
  * Key rows are cached by hash for at most `cacheTtlMs` (default 500 ms), so a
  * hot key costs no database round trip per request while a revocation still
@@ -10,12 +12,22 @@
  */
 import { unauthorized, type Principal } from "@whereabouts/shared";
 import { hashApiKey, hashesEqual, isWellFormedApiKey } from "./api-key.ts";
-import type { ApiKeyRow, IdentityStore } from "./identity-store.ts";
+import { isWellFormedSessionToken } from "./credentials.ts";
+import type { ApiKeyRow, IdentityStore, SessionRow } from "./identity-store.ts";
 
 export interface AuthenticatedKey {
   principal: Principal;
   /** The key's own limit per window, when it overrides the default. */
   rateLimit: number | null;
+  /** Set when a user's session authenticated the request. */
+  session?: SessionRow;
+  /** The rate-limit bucket: per key, or per user. */
+  bucket: string;
+}
+
+interface CachedSession {
+  row: SessionRow | null;
+  fetchedAt: number;
 }
 
 const TOUCH_INTERVAL_MS = 60_000;
@@ -28,7 +40,7 @@ interface CachedKey {
 }
 
 export function createAuthService(
-  store: Pick<IdentityStore, "findApiKeyByHash" | "touchApiKey">,
+  store: Pick<IdentityStore, "findApiKeyByHash" | "touchApiKey" | "findSessionByHash">,
   now = () => new Date(),
   options: { cacheTtlMs?: number } = {},
 ) {
@@ -60,12 +72,60 @@ export function createAuthService(
     return pending;
   }
 
+  // Sessions: the same cache discipline as keys (revocation, logout and a
+  // disabled user reach every replica within cacheTtlMs).
+  const sessions = new Map<string, CachedSession>();
+  const loadingSessions = new Map<string, Promise<CachedSession>>();
+  function loadSession(hash: string, at: number): Promise<CachedSession> {
+    let pending = loadingSessions.get(hash);
+    if (!pending) {
+      pending = store
+        .findSessionByHash(hash)
+        .then((row) => {
+          const entry = { row, fetchedAt: at };
+          sessions.delete(hash);
+          if (sessions.size >= MAX_CACHED_KEYS) sessions.delete(sessions.keys().next().value!);
+          sessions.set(hash, entry);
+          return entry;
+        })
+        .finally(() => loadingSessions.delete(hash));
+      loadingSessions.set(hash, pending);
+    }
+    return pending;
+  }
+
+  /** A session token (from the Authorization header or the page's cookie) into its user's principal. */
+  async function authenticateSession(token: string): Promise<AuthenticatedKey> {
+    if (!isWellFormedSessionToken(token)) throw unauthorized("Malformed session token");
+    const hash = hashApiKey(token);
+    const ms = now().getTime();
+    let entry = sessions.get(hash);
+    if (!entry || ms - entry.fetchedAt >= cacheTtlMs || ms < entry.fetchedAt) entry = await loadSession(hash, ms);
+    const row = entry.row;
+    if (!row || !hashesEqual(row.hash, hash)) throw unauthorized("Unknown session");
+    if (row.revokedAt) throw unauthorized("The session has ended");
+    if (row.expiresAt.getTime() <= ms) throw unauthorized("The session has expired");
+    if (row.user.disabledAt) throw unauthorized("The user is disabled");
+    return {
+      principal: { key_id: 0, user_id: row.user.id, org_id: row.user.orgId, scopes: row.user.scopes },
+      rateLimit: null,
+      session: row,
+      bucket: `user:${row.user.id}`,
+    };
+  }
+
   return {
+    authenticateSession,
+    /** Forget what is cached for this token (this replica's logout takes effect at once). */
+    forgetSession(token: string) {
+      sessions.delete(hashApiKey(token));
+    },
     async authenticate(header: string | undefined): Promise<AuthenticatedKey> {
       if (header === undefined || header.trim() === "") throw unauthorized("Missing Authorization header");
       const [scheme = "", ...rest] = header.trim().split(/\s+/);
       if (scheme.toLowerCase() !== "bearer") throw unauthorized("Authorization scheme must be Bearer");
       const key = rest.join(" ");
+      if (isWellFormedSessionToken(key)) return authenticateSession(key);
       if (!isWellFormedApiKey(key)) throw unauthorized("Malformed API key");
       const hash = hashApiKey(key);
       const at = now();
@@ -82,7 +142,7 @@ export function createAuthService(
         lastTouched.set(row.id, ms);
         void store.touchApiKey(row.id, at).catch(() => undefined);
       }
-      return { principal, rateLimit: row.rateLimit };
+      return { principal, rateLimit: row.rateLimit, bucket: `key:${principal.key_id}` };
     },
   };
 }

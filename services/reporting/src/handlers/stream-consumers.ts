@@ -3,13 +3,17 @@
  * unfiltered: read-your-writes waits for their ack floor to reach the stream's
  * last sequence, which only works when every sequence passes through them.
  * Each batch commits in one transaction (after the shared swap lock) and is
- * acked after the commit; an unparsable message is terminated and logged.
+ * acked after the commit; an unparsable message is dead-lettered and logged.
+ * The partner events of the batch (events/partner-events.ts) and its zone and
+ * asset alerts (alerts/alert-service.ts) are recorded in the same transaction.
  */
 import {
   DURABLES,
+  runAsLeader,
   runBatchConsumer,
   STREAMS,
   type ConsumerSpec,
+  type BatchSettlement,
   type JsMsg,
   type Logger,
   type Metrics,
@@ -18,6 +22,8 @@ import {
 } from "@whereabouts/shared";
 import { ProjectionBatch, PoisonMessageError, type StreamKind } from "../projection/projection-service.ts";
 import { createProjectionStore, LIVE_SCHEMA } from "../projection/projection-store.ts";
+import { PartnerEventBatch, recordPartnerEvents } from "../events/partner-events.ts";
+import { applyAlerts } from "../alerts/alert-service.ts";
 import { takeSwapLockShared, TX_OPTIONS, type ReportingDb } from "../reporting-db.ts";
 
 const common = {
@@ -33,44 +39,79 @@ export const REPORTING_CONSUMERS: Record<StreamKind, ConsumerSpec> = {
   tracking: { stream: STREAMS.TRACKING.name, durable: DURABLES.reportingTracking, ...common },
 };
 
-export function createBatchHandler(kind: StreamKind, db: ReportingDb, logger: Logger) {
+/** Partner events ride along each batch's transaction; `queued` hears of new webhook deliveries after the commit. */
+export interface PartnerEventHooks {
+  queued: (deliveries: number) => void;
+}
+
+export function createBatchHandler(
+  kind: StreamKind,
+  db: ReportingDb,
+  logger: Logger,
+  partners?: PartnerEventHooks,
+  metrics?: Metrics,
+) {
   const store = createProjectionStore(LIVE_SCHEMA);
-  return async (messages: JsMsg[]): Promise<void> => {
+  return async (messages: JsMsg[], settle: BatchSettlement): Promise<void> => {
     const batch = new ProjectionBatch();
-    const poison = new Set<JsMsg>();
+    const poison = new Map<JsMsg, string>();
     for (const msg of messages) {
       try {
         batch.add(kind, msg.subject, msg.data);
       } catch (err) {
         if (!(err instanceof PoisonMessageError)) throw err;
-        logger.error({ err, stream: msg.info.stream, seq: msg.seq, subject: msg.subject }, "unusable event terminated");
-        poison.add(msg);
+        logger.error({ err, stream: msg.info.stream, seq: msg.seq, subject: msg.subject }, "unusable event");
+        poison.set(msg, err.message);
       }
     }
-    if (batch.size > 0) {
-      await db.$transaction(async (tx) => {
+    if (batch.size > 0 || batch.catalogEvents.length > 0) {
+      const deliveries = await db.$transaction(async (tx) => {
         await takeSwapLockShared(tx);
         await batch.apply(tx, store);
+        if (!partners) return 0;
+        // Zones and alerts judge what the read model just applied (live path only: never the rebuild).
+        return (await recordPartnerEvents(tx, PartnerEventBatch.of(batch))) + (await applyAlerts(tx, batch, metrics));
       }, TX_OPTIONS);
+      if (deliveries > 0) partners?.queued(deliveries);
     }
     for (const msg of messages) {
-      // No reason text: nats-server 2.9 does not parse "+TERM <reason>".
-      if (poison.has(msg)) msg.term();
-      else msg.ack();
+      const reason = poison.get(msg);
+      if (reason === undefined) msg.ack();
+      else await settle.deadLetter(msg, "malformed_event", reason);
     }
   };
 }
 
-export async function startStreamConsumers(nc: NatsConnection, db: ReportingDb, logger: Logger, metrics?: Metrics): Promise<Worker[]> {
-  return Promise.all(
-    (Object.keys(REPORTING_CONSUMERS) as StreamKind[]).map((kind) =>
-      runBatchConsumer({
-        nc,
-        spec: REPORTING_CONSUMERS[kind],
-        handle: createBatchHandler(kind, db, logger.child({ consumer: REPORTING_CONSUMERS[kind].durable })),
-        logger,
-        metrics,
-      }),
-    ),
-  );
+/**
+ * The consumers run on one replica at a time (runAsLeader): the partner feed
+ * numbers events as they commit, so batches of two replicas committing
+ * interleaved would reorder an asset's events in the feed and its webhooks.
+ * The other replicas serve reads and send webhooks, and take over within
+ * seconds when the leader goes.
+ */
+export async function startStreamConsumers(
+  nc: NatsConnection,
+  db: ReportingDb,
+  logger: Logger,
+  metrics?: Metrics,
+  partners?: PartnerEventHooks,
+): Promise<Worker[]> {
+  const leader = await runAsLeader({
+    pool: db.pool,
+    lock: "whereabouts:reporting:stream-consumers",
+    logger,
+    start: () =>
+      Promise.all(
+        (Object.keys(REPORTING_CONSUMERS) as StreamKind[]).map((kind) =>
+          runBatchConsumer({
+            nc,
+            spec: REPORTING_CONSUMERS[kind],
+            handle: createBatchHandler(kind, db, logger.child({ consumer: REPORTING_CONSUMERS[kind].durable }), partners, metrics),
+            logger,
+            metrics,
+          }),
+        ),
+      ),
+  });
+  return [leader];
 }

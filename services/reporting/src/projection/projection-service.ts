@@ -3,7 +3,7 @@
  * the newest event per entity (and per asset position), then written in one
  * transaction. The same code serves the live durable consumers and the rebuild.
  */
-import { decodeJson, positionEventsOf } from "@whereabouts/shared";
+import { decodeJson, positionEventsOf, type AssetPositionEvent } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionStore, SnapshotTagRow } from "./projection-store.ts";
 import {
@@ -12,6 +12,7 @@ import {
   type AssetRow,
   type LocationRow,
   type PositionRow,
+  type SettingsRow,
   type TagRow,
 } from "./projection-types.ts";
 
@@ -24,7 +25,7 @@ export type StreamKind = "catalog" | "tracking";
 
 /** Position messages are the only TRACKING subjects the read model uses (batches, or the per-asset form). */
 const POSITION_SUBJECT = /^tracking\.events\.[^.]+\.asset\.(moved|seen|positions)$/;
-const CATALOG_ENTITIES = new Set(["asset", "location", "tag"]);
+const CATALOG_ENTITIES = new Set(["asset", "location", "tag", "settings"]);
 
 /** Cuts fractional seconds to microseconds (toward zero), Postgres' precision. */
 export function toMicroPrecision(instant: string): string {
@@ -49,7 +50,15 @@ export class ProjectionBatch {
   private readonly tags = new Map<string, TagRow>();
   private readonly snapshotTags = new Map<string, SnapshotTagRow>();
   private readonly positions = new Map<string, PositionRow>();
+  /** Settings are not read-model rows: the alerts (live path only) apply them. */
+  readonly settings = new Map<number, SettingsRow>();
+  /** Every position event of the batch, in stream order (alerts judge each one). */
+  readonly positionEvents: ReportingPositionEvent[] = [];
   events = 0;
+  /** The catalog events of the batch as they came (partner events are derived from them). */
+  readonly catalogEvents: unknown[] = [];
+  /** The batch's `moved` positions, every one (the read model keeps only the newest per asset). */
+  readonly moves: Array<AssetPositionEvent & { verb: "moved" | "seen" }> = [];
 
   /**
    * Adds one message. Returns false for a message the read model ignores
@@ -72,6 +81,7 @@ export class ProjectionBatch {
     const parsed = ReportingCatalogEvent.safeParse(json);
     if (!parsed.success) throw new PoisonMessageError(`bad catalog event on ${subject}: ${parsed.error.message}`);
     const event = parsed.data;
+    this.catalogEvents.push(json);
     const version = event.entity_version;
     const orgId = event.org_id;
     switch (event.entity) {
@@ -118,7 +128,16 @@ export class ProjectionBatch {
           validFrom: toMicroPrecision(d.valid_from),
           validTo: d.valid_to === null ? null : toMicroPrecision(d.valid_to),
           deletedAt: d.deleted_at === null ? null : toMicroPrecision(d.deleted_at),
+          parentId: d.parent_id ?? null,
+          isZone: d.is_zone ?? false,
+          maxDwellS: d.max_dwell_s ?? null,
         });
+        break;
+      }
+      case "settings": {
+        const d = event.data;
+        if ((this.settings.get(d.id)?.version ?? 0) >= version) return true;
+        this.settings.set(d.id, { orgId: d.id, version, zoneMinStayS: d.zone_min_stay_s, missingAfterS: d.missing_after_s });
         break;
       }
       case "tag": {
@@ -155,6 +174,8 @@ export class ProjectionBatch {
       const parsed = ReportingPositionEvent.safeParse(event);
       if (!parsed.success) throw new PoisonMessageError(`bad position event on ${subject}: ${parsed.error.message}`);
       this.addPosition(parsed.data);
+      this.positionEvents.push(parsed.data);
+      if (event.verb === "moved") this.moves.push(event);
     }
     return true;
   }
@@ -176,6 +197,11 @@ export class ProjectionBatch {
     this.events++;
   }
 
+  /** The batch's location rows (newest per location), for the alerts. */
+  get locationRows(): LocationRow[] {
+    return [...this.locations.values()];
+  }
+
   get size(): number {
     return this.assets.size + this.locations.size + this.tags.size + this.snapshotTags.size + this.positions.size;
   }
@@ -185,7 +211,9 @@ export class ProjectionBatch {
    * key order so concurrent batches lock rows in the same order.
    */
   async apply(tx: SqlRunner, store: ProjectionStore): Promise<void> {
-    await store.upsertLocations(tx, [...this.locations.values()].sort(byKey((r) => r.locationId)));
+    const locations = [...this.locations.values()].sort(byKey((r) => r.locationId));
+    await store.upsertLocations(tx, locations);
+    await store.applyTree(tx, locations);
     await store.upsertAssets(tx, [...this.assets.values()].sort(byKey((r) => r.assetId)));
     await store.insertSnapshotTags(tx, [...this.snapshotTags.values()].sort(byKey((r) => r.tagId)));
     await store.upsertTags(tx, [...this.tags.values()].sort(byKey((r) => r.tagId)));

@@ -14,7 +14,7 @@ export const BUILD_SCHEMA = "reporting_build";
 export const RETIRED_SCHEMA = "reporting_retired";
 export type ReadModelSchema = typeof LIVE_SCHEMA | typeof BUILD_SCHEMA;
 /** Every table of the read model (the rebuild clones and swaps them together). */
-export const READ_MODEL_TABLES = ["assets", "positions", "locations", "tags", "counts"] as const;
+export const READ_MODEL_TABLES = ["assets", "positions", "locations", "tags", "counts", "location_rollup_transitions", "location_rollups", "location_closure"] as const;
 
 export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
   /** entity_version of the asset event that embedded the tag. */
@@ -23,18 +23,80 @@ export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
 
 export function createProjectionStore(schema: ReadModelSchema) {
   const t = (table: Exclude<(typeof READ_MODEL_TABLES)[number], "counts">) => `"${schema}"."${table}"`;
+  /** Bounds the walk up the tree, so even corrupt data could not loop forever. */
+  const MAX_DEPTH = 100_000;
 
   return {
     async upsertLocations(tx: SqlRunner, rows: LocationRow[]): Promise<number> {
       if (!rows.length) return 0;
       return tx.$executeRawUnsafe(
-        `INSERT INTO ${t("locations")} AS t (org_id, location_id, version, external_key, valid_from, valid_to, deleted_at)
-         SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[])
+        `INSERT INTO ${t("locations")} AS t (org_id, location_id, version, external_key, valid_from, valid_to, deleted_at,
+                                           parent_id, is_zone, max_dwell_s)
+         SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[],
+                              $8::int[], $9::bool[], $10::int[])
          ON CONFLICT (org_id, location_id) DO UPDATE
             SET version = EXCLUDED.version, external_key = EXCLUDED.external_key, valid_from = EXCLUDED.valid_from,
-                valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
+                valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at,
+                parent_id = EXCLUDED.parent_id, is_zone = EXCLUDED.is_zone, max_dwell_s = EXCLUDED.max_dwell_s
           WHERE t.version < EXCLUDED.version`,
-        ...unnestColumns(rows, "orgId", "locationId", "version", "externalKey", "validFrom", "validTo", "deletedAt"),
+        ...unnestColumns(rows, "orgId", "locationId", "version", "externalKey", "validFrom", "validTo", "deletedAt", "parentId", "isZone", "maxDwellS"),
+      );
+    },
+
+    /**
+     * The summary's tree: each location's parent as its newest event says
+     * (only when the locations row now holds that event), then the closure
+     * rebuilt for the subtrees of the locations whose parent changed, from
+     * the parents as they now stand (so the order of a batch's events does
+     * not matter).
+     */
+    async applyTree(tx: SqlRunner, rows: LocationRow[]): Promise<void> {
+      if (!rows.length) return;
+      const changed = await tx.$queryRawUnsafe<Array<{ org_id: number; location_id: number }>>(
+        `INSERT INTO ${t("location_rollups")} AS r (org_id, location_id, parent_id)
+         SELECT u.org_id, u.location_id, u.parent_id
+           FROM unnest($1::int[], $2::int[], $3::int[], $4::int[]) AS u(org_id, location_id, parent_id, version)
+           JOIN ${t("locations")} l ON l.org_id = u.org_id AND l.location_id = u.location_id AND l.version = u.version
+          ORDER BY u.org_id, u.location_id
+         ON CONFLICT (org_id, location_id) DO UPDATE SET parent_id = EXCLUDED.parent_id
+          WHERE r.parent_id IS DISTINCT FROM EXCLUDED.parent_id
+         RETURNING r.org_id, r.location_id`,
+        ...unnestColumns(rows, "orgId", "locationId", "parentId", "version"),
+      );
+      // Every location is its own subtree's root. Its roll-up row may exist before its first
+      // event (a position applied first creates it, parent null): a root location's event then
+      // changes no parent, so the pair is ensured here rather than only for changed rows.
+      await tx.$executeRawUnsafe(
+        `INSERT INTO ${t("location_closure")} (org_id, ancestor_id, descendant_id)
+         SELECT u.org_id, u.location_id, u.location_id FROM unnest($1::int[], $2::int[]) AS u(org_id, location_id)
+          ORDER BY 1, 2
+         ON CONFLICT DO NOTHING`,
+        ...unnestColumns(rows, "orgId", "locationId"),
+      );
+      if (!changed.length) return;
+      const subtrees = `WITH RECURSIVE sub(org_id, id) AS (
+            SELECT * FROM unnest($1::int[], $2::int[])
+            UNION
+            SELECT r.org_id, r.location_id FROM sub s
+              JOIN ${t("location_rollups")} r ON r.org_id = s.org_id AND r.parent_id = s.id)`;
+      const params = [changed.map((c) => c.org_id), changed.map((c) => c.location_id)];
+      await tx.$executeRawUnsafe(
+        `${subtrees}
+         DELETE FROM ${t("location_closure")} c USING sub s WHERE c.org_id = s.org_id AND c.descendant_id = s.id`,
+        ...params,
+      );
+      await tx.$executeRawUnsafe(
+        `${subtrees},
+         up(org_id, descendant_id, ancestor_id, depth) AS (
+            SELECT org_id, id, id, 0 FROM sub
+            UNION ALL
+            SELECT u.org_id, u.descendant_id, r.parent_id, u.depth + 1 FROM up u
+              JOIN ${t("location_rollups")} r ON r.org_id = u.org_id AND r.location_id = u.ancestor_id
+             WHERE r.parent_id IS NOT NULL AND u.depth < ${MAX_DEPTH})
+         INSERT INTO ${t("location_closure")} (org_id, ancestor_id, descendant_id)
+         SELECT DISTINCT org_id, ancestor_id, descendant_id FROM up ORDER BY 1, 2, 3
+         ON CONFLICT DO NOTHING`,
+        ...params,
       );
     },
 

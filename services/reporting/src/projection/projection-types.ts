@@ -4,7 +4,7 @@
  * (a bad timestamp must fail here, at the boundary, never inside SQL).
  */
 import { z } from "zod";
-import { AssetPositionEvent, AssetView, LocationView, RFC3339, TagRecord, TagView } from "@whereabouts/shared";
+import { AssetPositionEvent, AssetView, LocationView, OrgSettingsRecord, RFC3339, TagRecord, TagView } from "@whereabouts/shared";
 
 export const Instant = z.string().regex(RFC3339, "must be an RFC 3339 timestamp");
 
@@ -37,11 +37,22 @@ export const ReportingAssetEvent = z.object({
 export const ReportingLocationEvent = z.object({
   ...eventBase,
   entity: z.literal("location"),
-  data: LocationView.pick({ id: true, external_key: true }).extend({
+  data: LocationView.pick({ id: true, external_key: true, parent_id: true }).extend({
     valid_from: Instant,
     valid_to: Instant.nullable(),
     deleted_at: Instant.nullable(),
+    // Optional: events recorded before zones existed lack them (the defaults then).
+    parent_id: LocationView.shape.parent_id.optional(),
+    is_zone: LocationView.shape.is_zone.optional(),
+    max_dwell_s: LocationView.shape.max_dwell_s.optional(),
   }),
+});
+
+/** The organization's settings (alerts read zone_min_stay_s and missing_after_s). */
+export const ReportingSettingsEvent = z.object({
+  ...eventBase,
+  entity: z.literal("settings"),
+  data: OrgSettingsRecord.pick({ id: true, zone_min_stay_s: true, missing_after_s: true }),
 });
 
 export const ReportingTagEvent = z.object({
@@ -59,6 +70,7 @@ export const ReportingCatalogEvent = z.discriminatedUnion("entity", [
   ReportingAssetEvent,
   ReportingLocationEvent,
   ReportingTagEvent,
+  ReportingSettingsEvent,
 ]);
 export type ReportingCatalogEvent = z.infer<typeof ReportingCatalogEvent>;
 
@@ -83,9 +95,20 @@ export interface LocationRow {
   locationId: number;
   version: number;
   externalKey: string;
+  /** The tree: zones count their subtree, and the location summary rolls it up. */
+  parentId: number | null;
   validFrom: string;
   validTo: string | null;
   deletedAt: string | null;
+  isZone: boolean;
+  maxDwellS: number | null;
+}
+
+export interface SettingsRow {
+  orgId: number;
+  version: number;
+  zoneMinStayS: number;
+  missingAfterS: number;
 }
 
 export interface TagRow {

@@ -20,7 +20,7 @@
  * 5. Drop `reporting_retired` and `reporting_build`.
  */
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { createPool, logicalSubject, STREAMS, type Logger, type NatsConnection } from "@whereabouts/shared";
+import { checkout, createPool, isLockConflict, logicalSubject, STREAMS, type Logger, type NatsConnection } from "@whereabouts/shared";
 import { PoisonMessageError, ProjectionBatch, type StreamKind } from "../projection/projection-service.ts";
 import {
   BUILD_SCHEMA,
@@ -67,7 +67,7 @@ export interface RebuildDeps {
 export async function rebuildReadModel(deps: RebuildDeps): Promise<RebuildFigures> {
   const started = Date.now();
   const lockPool = createPool(deps.databaseUrl, 1);
-  const lockClient = await lockPool.connect();
+  const lockClient = await checkout(lockPool);
   try {
     const { rows } = await lockClient.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [REBUILD_LOCK]);
     if (!rows[0]?.ok) throw new Error("another reporting rebuild is running");
@@ -137,8 +137,11 @@ async function rebuild(deps: RebuildDeps, started: number): Promise<RebuildFigur
       } catch (err) {
         Object.assign(cursor, saved.cursor);
         Object.assign(figures, saved.figures);
-        if (attempt >= 3) throw err;
+        // Readers hold the live tables briefly and in their own order: a swap that
+        // could not lock them all at once gives way and tries again.
+        if (attempt >= (isLockConflict(err) ? 50 : 3)) throw err;
         logger.warn({ err, attempt }, "rebuild: swap failed; retrying");
+        await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
       }
     }
     await dropScratchSchemas(db);
@@ -180,6 +183,14 @@ async function swap(
   return db.$transaction(async (tx) => {
     await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '10s'`);
     await takeSwapLockExclusive(tx);
+    // All live tables at once, before anything else. Report reads lock them in
+    // another order (positions before assets, counts first): waiting on one
+    // while holding another could deadlock, so give up quickly instead.
+    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '200ms'`);
+    await tx.$executeRawUnsafe(
+      `LOCK TABLE ${READ_MODEL_TABLES.map((t) => `"${LIVE_SCHEMA}"."${t}"`).join(", ")} IN ACCESS EXCLUSIVE MODE`,
+    );
+    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '10s'`);
     const locked = Date.now();
     // Live batches are paused: whatever the live tables hold is in the streams up to here.
     await replayTo(await streamEnds(jsm), tx);
@@ -312,3 +323,4 @@ async function createBuildIndexes(db: ReportingDb): Promise<void> {
     }
   }, TX_OPTIONS);
 }
+

@@ -7,7 +7,7 @@
  * (positions, last seen) are eventually visible and never waited for. The wait
  * is bounded; past it the request gets 503.
  */
-import { forbidden, type AssetLocationList, type ConsistencyGate, type RpcRequest } from "@whereabouts/shared";
+import { forbidden, hasSqlState, type AssetLocationList, type ConsistencyGate, type RpcRequest } from "@whereabouts/shared";
 import type { ReportingDb } from "../reporting-db.ts";
 import { parseReportQuery } from "./report-query.ts";
 import type { ReportStore } from "./report-store.ts";
@@ -47,5 +47,5 @@ export type ReportService = ReturnType<typeof createReportService>;
 
 /** Postgres' deadlock_detected (40P01) or undefined_table (42P01), as the swap can cause. */
 function isSwapCollision(err: unknown): boolean {
-  return err instanceof Error && /\b(40P01|42P01)\b/.test(err.message);
+  return hasSqlState(err, "40P01", "42P01");
 }

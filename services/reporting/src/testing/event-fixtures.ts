@@ -119,6 +119,8 @@ export function createEventPublisher(nc: NatsConnection, orgId: number, options:
         is_active: true,
         parent_id: null,
         parent_external_key: null,
+        is_zone: false,
+        max_dwell_s: null,
         valid_from: input.validFrom ?? EPOCH,
         valid_to: input.validTo ?? null,
         created_at: EPOCH,

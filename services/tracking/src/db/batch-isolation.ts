@@ -6,7 +6,7 @@
  * the database itself (unreachable, deadlock, serialization) are thrown: the
  * batch is nak'ed and retried later without counting anyone as poison.
  */
-import type { JsMsg, Logger } from "@whereabouts/shared";
+import { sqlStateOf, type JsMsg, type Logger } from "@whereabouts/shared";
 import { databaseHealthy, type Db } from "./tracking-db.ts";
 
 /** Thrown by a batch for a failure of its database work (the only kind isolation applies to). */
@@ -15,18 +15,6 @@ export class DataPhaseError extends Error {
 }
 
 const TRANSIENT_SQLSTATES = new Set(["40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "53300"]);
-
-/** The Postgres SQLSTATE behind a Prisma / driver-adapter error, if any. */
-export function sqlState(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const meta = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; code?: unknown } } } }).meta;
-    const cause = meta?.driverAdapterError?.cause;
-    const code = cause?.originalCode ?? cause?.code ?? (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
 
 export async function runIsolated(options: {
   messages: JsMsg[];
@@ -37,7 +25,7 @@ export async function runIsolated(options: {
 }): Promise<void> {
   const { messages, db, logger } = options;
   const isPoisonCandidate = async (err: unknown) =>
-    err instanceof DataPhaseError && !TRANSIENT_SQLSTATES.has(sqlState(err) ?? "") && (await databaseHealthy(db));
+    err instanceof DataPhaseError && !TRANSIENT_SQLSTATES.has(sqlStateOf(err) ?? "") && (await databaseHealthy(db));
   try {
     await options.process(messages);
     return;

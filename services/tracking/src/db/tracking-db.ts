@@ -1,20 +1,18 @@
-/** Tracking's Prisma client (schema `tracking`), transactions and raw-SQL helpers. */
-import { PrismaPg } from "@prisma/adapter-pg";
-import type { Pool } from "@whereabouts/shared";
-import { PrismaClient, type Prisma } from "../generated/tracking/client.ts";
+/**
+ * Tracking's database client (schema `tracking`), transactions and raw-SQL
+ * helpers: the shared pg client (no Prisma at runtime; the Prisma schema
+ * keeps the migrations and typed models).
+ */
+import { createSqlClient, type Pool, type SqlClient, type SqlRunner } from "@whereabouts/shared";
 
-export type TrackingClient = InstanceType<typeof PrismaClient>;
+export type TrackingClient = SqlClient;
 /** Anything that runs raw SQL: the client or an open transaction. */
-export type Db = Pick<Prisma.TransactionClient, "$queryRawUnsafe" | "$executeRawUnsafe">;
-export type Tx = Prisma.TransactionClient;
+export type Db = SqlRunner;
+export type Tx = SqlRunner;
 
 /** From a URL, or from a pg Pool the caller watches (the client ends it on $disconnect). */
 export function createTrackingClient(connection: string | Pool, max = 10): TrackingClient {
-  const adapter =
-    typeof connection === "string"
-      ? new PrismaPg({ connectionString: connection, max })
-      : new PrismaPg(connection, { disposeExternalPool: true });
-  return new PrismaClient({ adapter });
+  return createSqlClient(connection, { max });
 }
 
 export function inTransaction<T>(db: TrackingClient, work: (tx: Tx) => Promise<T>): Promise<T> {

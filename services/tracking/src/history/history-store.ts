@@ -52,14 +52,13 @@ export async function historyPage(db: Db, q: HistoryPageQuery): Promise<HistoryP
   }
   params.push(q.limit, q.offset);
   const dir = q.descending ? "DESC" : "ASC";
-  // The whole history's count is kept on the position row (scan_count: one
-  // history row per scan row, written in the same transaction), so the
-  // default page costs the same at 10,000 or 1,000,000 rows; a from/to window
-  // is counted over the window. (Anything that deletes history rows must
-  // lower scan_count with them.)
+  // The whole history's count is kept on the position row (history_count:
+  // raised by the rows each batch writes, in the same transaction, lowered by
+  // retention with the rows it removes), so the default page costs the same
+  // at 10,000 or 1,000,000 rows; a from/to window is counted over the window.
   const whole = q.from === undefined && q.to === undefined;
   const total = whole
-    ? `SELECT COALESCE((SELECT scan_count FROM tracking.positions WHERE org_id = $1 AND asset_id = $2), 0)::bigint AS n`
+    ? `SELECT COALESCE((SELECT history_count FROM tracking.positions WHERE org_id = $1 AND asset_id = $2), 0)::bigint AS n`
     : `SELECT count(*) AS n FROM tracking.history WHERE ${where.join(" AND ")}`;
   const rows = await query<HistoryRow & { total: bigint; observed_key: bigint | null }>(
     db,
@@ -71,9 +70,15 @@ export async function historyPage(db: Db, q: HistoryPageQuery): Promise<HistoryP
         ORDER BY observed_key ${dir}
         LIMIT $${params.length - 1} OFFSET $${params.length}
      ), previous AS (
-       SELECT p.observed_key FROM tracking.history p
-        WHERE p.org_id = $1 AND p.asset_id = $2 AND p.observed_key < (SELECT min(observed_key) FROM page)
-        ORDER BY p.observed_key DESC LIMIT 1
+       -- The row before the page; past what retention removed, the newest removed row (history_floors).
+       SELECT observed_key FROM (
+         (SELECT p.observed_key FROM tracking.history p
+           WHERE p.org_id = $1 AND p.asset_id = $2 AND p.observed_key < (SELECT min(observed_key) FROM page)
+           ORDER BY p.observed_key DESC LIMIT 1)
+         UNION ALL
+         SELECT f.observed_key FROM tracking.history_floors f
+          WHERE f.org_id = $1 AND f.asset_id = $2 AND f.observed_key < (SELECT min(observed_key) FROM page)
+       ) candidates ORDER BY observed_key DESC LIMIT 1
      ), timed AS (
        SELECT observed_key, location_id, on_page,
               (observed_key >> 4) - (lag(observed_key) OVER (ORDER BY observed_key) >> 4) AS gap_us

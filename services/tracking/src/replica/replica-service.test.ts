@@ -21,6 +21,8 @@ const location = (version: number, key: string): CatalogEvent => ({
     is_active: true,
     parent_id: null,
     parent_external_key: null,
+    is_zone: false,
+    max_dwell_s: null,
     valid_from: "2026-01-01T01:00:00+01:00",
     valid_to: null,
     created_at: T,

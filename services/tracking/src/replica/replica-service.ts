@@ -10,6 +10,7 @@ import {
   formatMicros,
   parseRfc3339,
   type ConsumerSpec,
+  type BatchSettlement,
   type JsMsg,
   type Logger,
 } from "@whereabouts/shared";
@@ -22,7 +23,9 @@ import {
   readOffset,
   type AssetRow,
   type LocationRow,
+  type OrgSettingsRow,
   type ReplicaChanges,
+  type ScanPointRow,
   type TagRow,
 } from "./replica-store.ts";
 
@@ -60,6 +63,8 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
   const assets = new Map<string, AssetRow>();
   const tags = new Map<string, TagRow>();
   const embedded = new Map<string, TagRow>();
+  const settings = new Map<string, OrgSettingsRow>();
+  const scanPoints = new Map<string, ScanPointRow>();
   let streamSeq = 0;
   const newer = <T extends { version: number }>(map: Map<string, T>, key: string, row: T) => {
     const held = map.get(key);
@@ -114,6 +119,31 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
         embed(event.org_id, "asset", event.entity_id, d);
         break;
       }
+      case "scan_point": {
+        const d = event.data;
+        newer(scanPoints, key, {
+          org_id: event.org_id,
+          id: event.entity_id,
+          source: d.source,
+          antenna: d.antenna,
+          location_id: d.location_id,
+          valid_from: instant(d.valid_from, "valid_from"),
+          valid_to: instantOrNull(d.valid_to, "valid_to"),
+          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
+          version: event.entity_version,
+        });
+        break;
+      }
+      case "settings": {
+        const d = event.data;
+        newer(settings, key, {
+          id: event.org_id,
+          smoothing_window_s: d.smoothing_window_s,
+          history_retention_days: d.history_retention_days,
+          version: event.entity_version,
+        });
+        break;
+      }
       case "tag": {
         const d = event.data;
         newer(tags, key, {
@@ -136,6 +166,8 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
   for (const key of tags.keys()) embedded.delete(key);
   return {
     orgIds: [...orgIds],
+    settings: [...settings.values()],
+    scanPoints: [...scanPoints.values()],
     locations: [...locations.values()],
     assets: [...assets.values()],
     tags: [...tags.values()],
@@ -153,8 +185,8 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
   const { db, logger } = deps;
   const metrics: ReplicaMetrics = { catalogEventsApplied: 0, catalogEventsRejected: 0 };
 
-  /** Applies the messages in one transaction, then settles each of them. */
-  async function applyMessages(messages: JsMsg[]): Promise<void> {
+  /** Applies the messages in one transaction, then settles each of them (poison dead-lettered). */
+  async function applyMessages(messages: JsMsg[], settle: BatchSettlement): Promise<void> {
     const events: Array<{ event: CatalogEvent; streamSeq: number }> = [];
     const poison: Array<{ msg: JsMsg; reason: string }> = [];
     const good: JsMsg[] = [];
@@ -178,19 +210,16 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
       throw new DataPhaseError(err instanceof Error ? err.message : String(err), { cause: err });
     }
     for (const msg of good) msg.ack();
-    for (const { msg, reason } of poison) {
-      logger.error({ subject: msg.subject, stream_seq: msg.seq, reason }, "catalog event rejected");
-      msg.term();
-    }
+    for (const { msg, reason } of poison) await settle.deadLetter(msg, "malformed_event", reason);
     metrics.catalogEventsApplied += good.length;
     metrics.catalogEventsRejected += poison.length;
   }
 
-  /** A message that fails on its own against a healthy database: logged, counted, terminated. */
-  function rejectMessage(msg: JsMsg, err: unknown): void {
+  /** A message that fails on its own against a healthy database: logged, counted, dead-lettered. */
+  async function rejectMessage(msg: JsMsg, err: unknown, settle: BatchSettlement): Promise<void> {
     logger.error({ err, subject: msg.subject, stream_seq: msg.seq }, "catalog event could not be applied");
     metrics.catalogEventsRejected++;
-    msg.term();
+    await settle.deadLetter(msg, "apply_failed", err instanceof Error ? err.message : String(err));
   }
 
   return { applyMessages, rejectMessage, metrics };

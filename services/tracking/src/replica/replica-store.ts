@@ -38,8 +38,31 @@ export interface TagRow {
   version: number;
 }
 
+/** The settings of an organization tracking acts on (smoothing, history retention). */
+export interface OrgSettingsRow {
+  id: number;
+  smoothing_window_s: number;
+  history_retention_days: number | null;
+  version: number;
+}
+
+/** A scan point: (source, antenna) to a location; antenna null is the source's default. */
+export interface ScanPointRow {
+  org_id: number;
+  id: number;
+  source: string;
+  antenna: number | null;
+  location_id: number;
+  valid_from: string;
+  valid_to: string | null;
+  deleted_at: string | null;
+  version: number;
+}
+
 export interface ReplicaChanges {
   orgIds: number[];
+  scanPoints: ScanPointRow[];
+  settings: OrgSettingsRow[];
   locations: LocationRow[];
   assets: AssetRow[];
   tags: TagRow[];
@@ -55,6 +78,16 @@ export async function applyReplicaChanges(tx: Db, changes: ReplicaChanges): Prom
   if (changes.orgIds.length) {
     await execute(tx, `INSERT INTO tracking.orgs (id) SELECT unnest($1::int[]) ON CONFLICT DO NOTHING`, [changes.orgIds]);
   }
+  if (changes.settings.length) {
+    await execute(
+      tx,
+      `UPDATE tracking.orgs o
+          SET smoothing_window_s = x.smoothing_window_s, history_retention_days = x.history_retention_days, settings_version = x.version
+         FROM jsonb_to_recordset($1::jsonb) AS x(id int, smoothing_window_s int, history_retention_days int, version int)
+        WHERE o.id = x.id AND x.version > o.settings_version`,
+      [JSON.stringify(changes.settings)],
+    );
+  }
   if (changes.locations.length) {
     await execute(
       tx,
@@ -68,6 +101,22 @@ export async function applyReplicaChanges(tx: Db, changes: ReplicaChanges): Prom
               deleted_at = excluded.deleted_at, version = excluded.version
         WHERE excluded.version > t.version`,
       [JSON.stringify(changes.locations)],
+    );
+  }
+  if (changes.scanPoints.length) {
+    await execute(
+      tx,
+      `INSERT INTO tracking.scan_points AS t (org_id, id, source, antenna, location_id, valid_from, valid_to, deleted_at, version)
+       SELECT x.org_id, x.id, x.source, x.antenna, x.location_id, x.valid_from, x.valid_to, x.deleted_at, x.version
+         FROM jsonb_to_recordset($1::jsonb) AS x(org_id int, id int, source text, antenna int, location_id int,
+                                                 valid_from timestamptz, valid_to timestamptz, deleted_at timestamptz, version int)
+        ORDER BY x.org_id, x.id
+       ON CONFLICT (org_id, id) DO UPDATE
+          SET source = excluded.source, antenna = excluded.antenna, location_id = excluded.location_id,
+              valid_from = excluded.valid_from, valid_to = excluded.valid_to, deleted_at = excluded.deleted_at,
+              version = excluded.version
+        WHERE excluded.version > t.version`,
+      [JSON.stringify(changes.scanPoints)],
     );
   }
   if (changes.assets.length) {
@@ -141,6 +190,9 @@ export interface LocationRef {
   externalKey?: string;
   tagType?: string;
   value?: string;
+  /** A scan without a location: the scan point of its source and antenna. */
+  source?: string;
+  antenna?: number | null;
 }
 
 /**
@@ -156,6 +208,17 @@ export async function resolveLocations(db: Db, refs: LocationRef[]): Promise<Arr
               WHEN r.loc_id IS NOT NULL THEN
                 (SELECT l.id FROM tracking.locations l
                   WHERE l.org_id = r.org_id AND l.id = r.loc_id AND l.deleted_at IS NULL)
+              WHEN r.source IS NOT NULL THEN
+                (SELECT l.id FROM (
+                   -- The antenna's own mapping first, else the source's default (antenna NULL).
+                   SELECT s.location_id FROM tracking.scan_points s
+                    WHERE s.org_id = r.org_id AND s.source = r.source
+                      AND (s.antenna = r.antenna OR s.antenna IS NULL) AND s.deleted_at IS NULL
+                      AND s.valid_from <= now() AND (s.valid_to IS NULL OR s.valid_to > now())
+                    ORDER BY s.antenna IS NULL, s.id DESC LIMIT 1) s
+                  CROSS JOIN LATERAL (
+                   SELECT l.id FROM tracking.locations l
+                    WHERE l.org_id = r.org_id AND l.id = s.location_id AND l.deleted_at IS NULL) l)
               WHEN r.external_key IS NOT NULL THEN
                 (SELECT l.id FROM tracking.locations l
                   WHERE l.org_id = r.org_id AND l.external_key = r.external_key AND l.deleted_at IS NULL
@@ -170,14 +233,16 @@ export async function resolveLocations(db: Db, refs: LocationRef[]): Promise<Arr
                    SELECT l.id FROM tracking.locations l
                     WHERE l.org_id = r.org_id AND l.id = t.owner_id AND l.deleted_at IS NULL) l)
             END AS location_id
-       FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[])
-            WITH ORDINALITY AS r(org_id, loc_id, external_key, tag_type, tag_value, i)`,
+       FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[])
+            WITH ORDINALITY AS r(org_id, loc_id, external_key, tag_type, tag_value, source, antenna, i)`,
     [
       refs.map((r) => r.orgId),
       refs.map((r) => r.id ?? null),
       refs.map((r) => r.externalKey ?? null),
       refs.map((r) => r.tagType ?? null),
       refs.map((r) => r.value ?? null),
+      refs.map((r) => r.source ?? null),
+      refs.map((r) => r.antenna ?? null),
     ],
   );
   const out: Array<number | null> = new Array(refs.length).fill(null);

@@ -23,6 +23,11 @@ export interface ScanMessage {
   timestampNanos: bigint;
 }
 
+/** A scan without a location: resolved through the scan point of its source and antenna. */
+export interface ScanPointRef {
+  scan_point: { source: string; antenna: number | null };
+}
+
 export interface ParsedScan {
   kind: "scan";
   orgId: number;
@@ -30,7 +35,7 @@ export interface ParsedScan {
   key: string;
   /** UTC, truncated to microseconds: `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
   observedAt: string;
-  location: ScanLocation;
+  location: ScanLocation | ScanPointRef;
   tags: ScanTag[];
 }
 
@@ -86,7 +91,7 @@ export function parseScanMessage(msg: ScanMessage): ScanParse {
     orgId,
     key: event.event_id !== undefined ? `e:${event.event_id}` : `s:${msg.seq}:${msg.timestampNanos}`,
     observedAt: formatMicros(parseRfc3339(event.observed_at)!),
-    location: event.location,
+    location: event.location ?? { scan_point: { source: tokens[2]!, antenna: event.antenna ?? null } },
     tags: event.tags,
   };
 }

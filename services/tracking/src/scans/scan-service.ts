@@ -10,12 +10,13 @@
  *   6. then ack (term the dead-lettered).
  * Steps 5-6 of a batch overlap steps 1-4 of the next (one batch at most).
  * A crash anywhere before 6 redelivers the batch; step 4 then changes nothing,
- * and the positions of the assets a redelivered scan resolves to are announced
- * again (as `moved`, de-duplicated by Nats-Msg-Id), so an event lost between
- * commit and publish is still sent. No outbox: no second write per asset.
+ * and the positions of the assets a repeated scan (its key already claimed)
+ * resolves to are announced again (as `moved`; consumers keep the newest), so
+ * an event lost between commit and publish is still sent. No outbox: no
+ * second write per asset.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
-import type { JsMsg, Logger } from "@whereabouts/shared";
+import type { JsMsg, Logger, ScanTag } from "@whereabouts/shared";
 import { DataPhaseError, runIsolated } from "../db/batch-isolation.ts";
 import { inTransaction, type TrackingClient } from "../db/tracking-db.ts";
 import {
@@ -30,12 +31,16 @@ import { verbOf, type PositionPublisher, type PositionVerb } from "./position-pu
 import { createScanMetrics, type ScanCounters } from "./scan-metrics.ts";
 import { parseScanMessage, type ParsedScan, type RefusedScan, type ScanMessage } from "./scan-parser.ts";
 import { claimKeys, currentPositions, recordScans, type PositionState, type ScanRow } from "./scan-store.ts";
+import { applySmoothing } from "./smoothing.ts";
+import { eventIdOfKey, isHandheldSubject, recordOutcomes, type ScanOutcome } from "./scan-outcomes.ts";
 
 interface GoodScan {
   msg: JsMsg;
   scan: ParsedScan;
   locationId: number;
   assetIds: number[];
+  /** Handheld submissions only (scan-outcomes.ts): the tags that resolved to no asset. */
+  unresolved?: ScanTag[];
 }
 
 const toScanMessage = (msg: JsMsg): ScanMessage => ({
@@ -46,6 +51,7 @@ const toScanMessage = (msg: JsMsg): ScanMessage => ({
 });
 
 function locationRefKey(orgId: number, ref: ParsedScan["location"]): string {
+  if ("scan_point" in ref) return `${orgId}|p|${ref.scan_point.source}|${ref.scan_point.antenna ?? ""}`;
   if ("id" in ref) return `${orgId}|i|${ref.id}`;
   if ("external_key" in ref) return `${orgId}|k|${ref.external_key}`;
   return `${orgId}|t|${ref.tag_type}\u0000${ref.value}`;
@@ -120,7 +126,9 @@ export function createScanService(deps: {
             locationIndex.set(lk, locationRefs.length);
             const ref = scan.location;
             locationRefs.push(
-              "id" in ref
+              "scan_point" in ref
+                ? { orgId: scan.orgId, source: ref.scan_point.source, antenna: ref.scan_point.antenna }
+                : "id" in ref
                 ? { orgId: scan.orgId, id: ref.id }
                 : "external_key" in ref
                   ? { orgId: scan.orgId, externalKey: ref.external_key }
@@ -140,18 +148,29 @@ export function createScanService(deps: {
         for (const { msg, scan } of parsed) {
           const locationId = locations[locationIndex.get(locationRefKey(scan.orgId, scan.location))!];
           if (locationId == null) {
+            const point = "scan_point" in scan.location ? scan.location.scan_point : undefined;
             refused.push({
               msg,
-              refusal: { org: String(scan.orgId), reason: "unknown_location", detail: "location does not name a live location" },
+              refusal: point
+                ? {
+                    org: String(scan.orgId),
+                    reason: "unknown_scan_point",
+                    detail: `no live scan point maps source '${point.source}'${point.antenna === null ? "" : ` antenna ${point.antenna}`} to a live location`,
+                  }
+                : { org: String(scan.orgId), reason: "unknown_location", detail: "location does not name a live location" },
             });
             continue;
           }
           const assetIds = new Set<number>();
           let unresolved = 0;
+          const handheld = isHandheldSubject(msg.subject);
+          const unresolvedOnes: ScanTag[] = [];
           for (const tag of scan.tags) {
             const assetId = assets[tagIndex.get(`${scan.orgId}|${tag.tag_type}\u0000${tag.value}`)!];
-            if (assetId == null) unresolved++;
-            else assetIds.add(assetId);
+            if (assetId == null) {
+              unresolved++;
+              if (handheld) unresolvedOnes.push(tag);
+            } else assetIds.add(assetId);
           }
           if (!assetIds.size) {
             refused.push({
@@ -161,7 +180,7 @@ export function createScanService(deps: {
             continue;
           }
           unresolvedTags += unresolved;
-          good.push({ msg, scan, locationId, assetIds: [...assetIds] });
+          good.push({ msg, scan, locationId, assetIds: [...assetIds], ...(handheld ? { unresolved: unresolvedOnes } : {}) });
         }
       });
     }
@@ -179,45 +198,59 @@ export function createScanService(deps: {
     let fresh = 0;
     let reads = 0;
     let changes: PositionState[] = [];
+    // Scans whose key an earlier delivery already claimed.
+    let repeated: GoodScan[] = [];
     if (unique.length) {
-      ({ fresh, reads, changes } = await dataPhase(() =>
+      ({ fresh, reads, changes, repeated } = await dataPhase(() =>
         inTransaction(db, async (tx) => {
           const claimed = await claimKeys(
             tx,
             unique.map(({ scan }) => ({ orgId: scan.orgId, key: scan.key })),
           );
           const rows: ScanRow[] = [];
+          const repeated: GoodScan[] = [];
           let fresh = 0;
-          unique.forEach(({ scan, locationId, assetIds }, ord) => {
-            if (!claimed.has(`${scan.orgId}|${scan.key}`)) return;
+          unique.forEach((good, ord) => {
+            const { scan, locationId, assetIds } = good;
+            if (!claimed.has(`${scan.orgId}|${scan.key}`)) return void repeated.push(good);
             fresh++;
             for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, locationId, ord });
           });
-          return { fresh, reads: rows.length, changes: await recordScans(tx, rows) };
+          await applySmoothing(tx, rows);
+          return { fresh, reads: rows.length, changes: await recordScans(tx, rows), repeated };
         }),
       ));
     }
 
     lap("commit_ms");
     // After commit: announce (again, for redelivered scans) and dead-letter.
-    const announce: Array<{ state: PositionState; verb: PositionVerb }> = changes.map((state) => ({ state, verb: verbOf(state) }));
-    const announced = new Set(changes.map((c) => `${c.orgId}|${c.assetId}`));
+    // A scan seen before is announced again, whatever JetStream's delivery
+    // count says: a broker killed before it synced a consumer's state hands
+    // out again, as first deliveries, scans whose announcement it never got.
+    // Its assets' positions go out as `moved`, the verb every consumer applies:
+    // the earlier announcement of their last move may never have been stored,
+    // so a `seen` (even one this batch's own fresh scans produce) would leave
+    // catalog on the location before it.
     const again = new Map<string, { orgId: number; assetId: number }>();
-    for (const { msg, scan, assetIds } of good) {
-      if (!msg.redelivered) continue;
-      for (const assetId of assetIds) {
-        const k = `${scan.orgId}|${assetId}`;
-        if (!announced.has(k)) again.set(k, { orgId: scan.orgId, assetId });
-      }
+    for (const { scan, assetIds } of repeated) {
+      for (const assetId of assetIds) again.set(`${scan.orgId}|${assetId}`, { orgId: scan.orgId, assetId });
     }
+    const announce: Array<{ state: PositionState; verb: PositionVerb }> = changes.map((state) => {
+      const k = `${state.orgId}|${state.assetId}`;
+      const redelivered = again.delete(k);
+      return { state, verb: redelivered ? "moved" : verbOf(state) };
+    });
     if (again.size) {
       const states = await dataPhase(() => currentPositions(db, [...again.values()]));
       for (const state of states) announce.push({ state, verb: "moved" });
     }
     refused.sort((a, b) => a.msg.seq - b.msg.seq);
+    const outcomes = handheldOutcomes(good, refused);
 
     return async () => {
       lap("queued_ms");
+      // Before the acks: a processed submission always has its outcome.
+      if (outcomes.length) await recordOutcomes(db, outcomes);
       await Promise.all([
         deps.positions.publish(announce),
         ...refused.map(({ msg, refusal }) => deadLetter(js, toScanMessage(msg), refusal)),
@@ -259,6 +292,32 @@ export function createScanService(deps: {
         "scan batch committed",
       );
     };
+  }
+
+  /** What became of the handheld submissions of a batch (fixed readers' scans have no outcome rows). */
+  function handheldOutcomes(good: GoodScan[], refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }>): ScanOutcome[] {
+    const out: ScanOutcome[] = [];
+    for (const { scan, locationId, assetIds, unresolved } of good) {
+      const eventId = eventIdOfKey(scan.key);
+      if (!unresolved || eventId === undefined) continue;
+      out.push({ orgId: scan.orgId, eventId, status: "processed", locationId, assetIds, unresolvedTags: unresolved, reason: null });
+    }
+    for (const { msg, refusal } of refused) {
+      if (!isHandheldSubject(msg.subject)) continue;
+      const parsed = parseScanMessage(toScanMessage(msg));
+      const eventId = parsed.kind === "scan" ? eventIdOfKey(parsed.key) : undefined;
+      if (parsed.kind !== "scan" || eventId === undefined) continue;
+      out.push({
+        orgId: parsed.orgId,
+        eventId,
+        status: "dead_lettered",
+        locationId: null,
+        assetIds: [],
+        unresolvedTags: refusal.reason === "no_resolved_tags" ? parsed.tags : [],
+        reason: refusal.reason,
+      });
+    }
+    return out;
   }
 
   /**

@@ -30,6 +30,8 @@ export interface ScanRow {
   locationId: number;
   /** Ingestion order within the batch. */
   ord: number;
+  /** false: smoothing suppressed its history row (smoothing.ts); the position still advances. */
+  keep?: boolean;
 }
 
 export interface PositionState {
@@ -78,31 +80,38 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
     ord: number | null;
   }>(
     tx,
-    `WITH input AS (
+    // Named up front: pg_stat_activity shows only the first 1 kB of a statement.
+    `/* scan batch: tracking.positions, tracking.history */
+     WITH input AS (
        SELECT t.*, (extract(epoch FROM t.observed_at) * 1000000)::bigint AS micros
-         FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[])
-              AS t(org_id, asset_id, observed_at, location_id, ord)
+         FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::bool[])
+              AS t(org_id, asset_id, observed_at, location_id, ord, keep)
      ), ranked AS (
        SELECT i.*, row_number() OVER (PARTITION BY org_id, asset_id ORDER BY ord)::int AS rn,
               count(*) OVER (PARTITION BY org_id, asset_id)::int AS n,
-              row_number() OVER (PARTITION BY org_id, asset_id, micros ORDER BY ord)::int AS nth
+              count(*) FILTER (WHERE keep) OVER (PARTITION BY org_id, asset_id)::int AS kept,
+              max(observed_at) FILTER (WHERE keep) OVER (PARTITION BY org_id, asset_id) AS kept_at,
+              row_number() OVER (PARTITION BY org_id, asset_id, micros, keep ORDER BY ord)::int AS nth
          FROM input i
      ), newest AS (
-       SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, observed_at, location_id, rn, n
+       SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, observed_at, location_id, rn, n, kept, kept_at
          FROM ranked ORDER BY org_id, asset_id, observed_at DESC, ord DESC
      ), up AS (
-       INSERT INTO tracking.positions AS p (org_id, asset_id, location_id, observed_at, seq, scan_count, prev_location_id)
-       SELECT org_id, asset_id, location_id, observed_at, rn, n, NULL FROM newest ORDER BY org_id, asset_id
+       INSERT INTO tracking.positions AS p (org_id, asset_id, location_id, observed_at, seq, scan_count, prev_location_id,
+                                            history_at, history_count)
+       SELECT org_id, asset_id, location_id, observed_at, rn, n, NULL, kept_at, kept FROM newest ORDER BY org_id, asset_id
        ON CONFLICT (org_id, asset_id) DO UPDATE SET
          prev_location_id = CASE WHEN excluded.observed_at >= p.observed_at THEN p.location_id ELSE p.prev_location_id END,
          location_id = CASE WHEN excluded.observed_at >= p.observed_at THEN excluded.location_id ELSE p.location_id END,
          seq = CASE WHEN excluded.observed_at >= p.observed_at THEN p.scan_count + excluded.seq ELSE p.seq END,
          observed_at = GREATEST(p.observed_at, excluded.observed_at),
-         scan_count = p.scan_count + excluded.scan_count
+         scan_count = p.scan_count + excluded.scan_count,
+         history_at = GREATEST(p.history_at, excluded.history_at),
+         history_count = p.history_count + excluded.history_count
        RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id
      ), history AS (
        INSERT INTO tracking.history (org_id, asset_id, observed_key, location_id)
-       SELECT org_id, asset_id, micros * ${MAX_TIES}, location_id FROM ranked WHERE nth = 1
+       SELECT org_id, asset_id, micros * ${MAX_TIES}, location_id FROM ranked WHERE keep AND nth = 1
         ORDER BY org_id, asset_id, micros
        ON CONFLICT DO NOTHING
        RETURNING org_id, asset_id, observed_key
@@ -116,8 +125,8 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
      SELECT 'tie', r.org_id, r.asset_id, r.location_id, NULL, NULL, NULL, r.micros::text, r.ord
        FROM ranked r
        LEFT JOIN history h ON h.org_id = r.org_id AND h.asset_id = r.asset_id AND h.observed_key = r.micros * ${MAX_TIES}
-      WHERE r.nth > 1 OR h.org_id IS NULL`,
-    unnestColumns(rows, "orgId", "assetId", "observedAt", "locationId", "ord"),
+      WHERE r.keep AND (r.nth > 1 OR h.org_id IS NULL)`,
+    [...unnestColumns(rows, "orgId", "assetId", "observedAt", "locationId", "ord"), rows.map((r) => r.keep !== false)],
   );
   const ties = result.filter((r) => r.kind === "tie");
   if (ties.length) {

@@ -4,8 +4,8 @@
  * SCANS, and readers for the dead-letter and TRACKING streams. Used by tests
  * only; nothing here is mocked.
  */
-import { publishCatalogEvent } from "@whereabouts/shared/testing";
-import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import { publishCatalogEvent, readStream } from "@whereabouts/shared/testing";
+import { jetstream } from "@nats-io/jetstream";
 import {
   CatalogEvent,
   decodeJson,
@@ -85,6 +85,8 @@ export function catalogFixture(nc: NatsConnection) {
           is_active: true,
           parent_id: null,
           parent_external_key: null,
+          is_zone: false,
+          max_dwell_s: null,
           valid_from: f.valid_from ?? EPOCH,
           valid_to: f.valid_to ?? null,
           created_at: EPOCH,
@@ -153,32 +155,7 @@ export async function publishScan(
   return ack.seq;
 }
 
-/** Every message a stream holds on subjects matching the filter, oldest first (an ordered, unacked read). */
-export async function readStream(
-  nc: NatsConnection,
-  stream: string,
-  filter?: string,
-): Promise<Array<{ subject: string; data: Uint8Array; headers: Record<string, string> }>> {
-  const jsm = await jetstreamManager(nc);
-  const info = await jsm.streams.info(stream);
-  const out: Array<{ subject: string; data: Uint8Array; headers: Record<string, string> }> = [];
-  if (info.state.messages === 0) return out;
-  const consumer = await jetstream(nc).consumers.get(stream, {
-    ...(filter ? { filter_subjects: filter } : {}),
-    deliver_policy: DeliverPolicy.All,
-  });
-  const pattern = filter ? new RegExp(`^${filter.replace(/\./g, "\\.").replace(/\*/g, "[^.]+").replace(/>$/, ".+")}$`) : /.*/;
-  for (;;) {
-    const msg: JsMsg | null = await consumer.next({ expires: 1000 });
-    if (!msg) break;
-    const headers: Record<string, string> = {};
-    for (const [k, v] of msg.headers ?? []) headers[k] = v.join(",");
-    if (pattern.test(msg.subject)) out.push({ subject: msg.subject, data: msg.data, headers });
-    if (msg.info.pending === 0) break;
-  }
-  await consumer.delete().catch(() => undefined);
-  return out;
-}
+export { readStream };
 
 export async function deadLetters(nc: NatsConnection) {
   const messages = await readStream(nc, STREAMS.SCANS_DLQ.name);

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPool } from "./db.ts";
+import { isLockConflict, sqlQueryOne, sqlStateOf } from "./sql.ts";
+import { ConnectionWaitTimeoutError, createSqlClient, TransactionTimeoutError, type SqlClient } from "./sql-client.ts";
+import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
+
+let db: TestDatabase;
+let client: SqlClient;
+
+beforeAll(async () => {
+  db = await createTestDatabase("sql_client");
+  client = createSqlClient(db.url, { max: 4 });
+  await client.$executeRawUnsafe(`CREATE TABLE things (id bigint PRIMARY KEY, label text, at timestamptz, day date, local timestamp, doc jsonb, amount numeric)`);
+});
+afterAll(async () => {
+  await client?.$disconnect();
+  await db?.drop();
+});
+
+const BIG = 9007199254740993n; // past Number.MAX_SAFE_INTEGER: a number would round it
+
+describe("values, as Prisma's pg adapter returned them", () => {
+  it("round-trips BigInt parameters and reads int8 and int8[] as BigInt", async () => {
+    const at = new Date("2026-03-04T05:06:07.890Z");
+    await client.$executeRawUnsafe(
+      `INSERT INTO things (id, label, at, day, local, doc, amount) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      BIG,
+      null,
+      at,
+      at,
+      at,
+      { a: [1, "x"] },
+      "12.50",
+    );
+    const rows = await client.$queryRawUnsafe<Array<Record<string, unknown>>>(
+      `SELECT id, label, at, day, local, doc, amount, ARRAY[id, NULL, 2] AS ids FROM things WHERE id = ANY($1::bigint[])`,
+      [BIG, 1n],
+    );
+    expect(rows).toEqual([
+      {
+        id: BIG,
+        label: null,
+        at,
+        day: new Date("2026-03-04T00:00:00.000Z"),
+        local: at,
+        doc: { a: [1, "x"] },
+        amount: "12.50",
+        ids: [BIG, null, 2n],
+      },
+    ]);
+  });
+
+  it("leaves the pool's own parsers alone (sql.ts's helpers still read int8 as text)", async () => {
+    const row = await sqlQueryOne<{ id: unknown }>(client.pool, `SELECT id FROM things WHERE id = $1`, [BIG.toString()]);
+    expect(row).toEqual({ id: BIG.toString() });
+  });
+
+  it("returns the affected row count from $executeRawUnsafe", async () => {
+    await client.$executeRawUnsafe(`INSERT INTO things (id, label) SELECT g, 'n' FROM generate_series(100, 104) g`);
+    expect(await client.$executeRawUnsafe(`UPDATE things SET label = $1 WHERE id BETWEEN $2 AND $3`, "m", 101n, 103n)).toBe(3);
+    expect(await client.$executeRawUnsafe(`DELETE FROM things WHERE id = $1`, -1)).toBe(0);
+  });
+
+  it("prepares statements with parameters once per connection, unless made with prepare: false", async () => {
+    const prepared = async (c: SqlClient) =>
+      c.$transaction(async (tx) => {
+        await tx.$queryRawUnsafe(`SELECT $1::int + 40 AS n`, 2);
+        return tx.$queryRawUnsafe<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%+ 40 AS n'`);
+      });
+    const unprepared = createSqlClient(db.url, { max: 1, prepare: false });
+    try {
+      expect(await prepared(client)).toEqual([{ n: 1 }]);
+      expect(await prepared(unprepared)).toEqual([{ n: 0 }]);
+    } finally {
+      await unprepared.$disconnect();
+    }
+  });
+
+  it("runs parameterless text as a simple query (several statements)", async () => {
+    const rows = await client.$queryRawUnsafe<Array<{ n: number }>>(`SET LOCAL work_mem = '8MB'; SELECT 7 AS n`);
+    expect(rows).toEqual([{ n: 7 }]);
+  });
+});
+
+describe("$transaction", () => {
+  it("commits what the work wrote and returns its result", async () => {
+    const result = await client.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(`INSERT INTO things (id, label) VALUES ($1, 'committed')`, 200n);
+      return "done";
+    });
+    expect(result).toBe("done");
+    expect(await client.$queryRawUnsafe(`SELECT label FROM things WHERE id = 200`)).toEqual([{ label: "committed" }]);
+  });
+
+  it("rolls back and rethrows the work's own error", async () => {
+    const failure = new Error("the work failed");
+    await expect(
+      client.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(`INSERT INTO things (id, label) VALUES ($1, 'rolled back')`, 201n);
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await client.$queryRawUnsafe(`SELECT id FROM things WHERE id = 201`)).toEqual([]);
+  });
+
+  it("expires a transaction past its timeout: the running statement is cancelled, later ones refused, nothing kept", async () => {
+    let afterExpiry: unknown;
+    const run = client.$transaction(
+      async (tx) => {
+        await tx.$executeRawUnsafe(`INSERT INTO things (id, label) VALUES ($1, 'too slow')`, 202n);
+        // Would hold the transaction open for a minute; the timeout cancels it.
+        await tx.$queryRawUnsafe(`SELECT pg_sleep(60)`).catch(() => undefined);
+        afterExpiry = await tx.$executeRawUnsafe(`INSERT INTO things (id, label) VALUES ($1, 'after expiry')`, 203n).catch((err: unknown) => err);
+        return "resolved anyway";
+      },
+      { timeout: 300 },
+    );
+    await expect(run).rejects.toBeInstanceOf(TransactionTimeoutError);
+    expect(afterExpiry).toBeInstanceOf(TransactionTimeoutError);
+    expect(await client.$queryRawUnsafe(`SELECT id FROM things WHERE id IN (202, 203)`)).toEqual([]);
+    // The connection went back to the pool usable.
+    expect(await client.$transaction((tx) => tx.$queryRawUnsafe(`SELECT 1 AS ok`))).toEqual([{ ok: 1 }]);
+  });
+
+  it("gives up waiting for a connection after maxWait, and the late connection returns to the pool", async () => {
+    const small = createSqlClient(createPool(db.url, 1));
+    try {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      const first = small.$transaction(async (tx) => {
+        await tx.$queryRawUnsafe(`SELECT 1`);
+        holding();
+        await gate;
+      });
+      await held;
+      await expect(small.$transaction(async () => "never", { maxWait: 100 })).rejects.toBeInstanceOf(ConnectionWaitTimeoutError);
+      release();
+      await first;
+      expect(await small.$transaction((tx) => tx.$queryRawUnsafe(`SELECT 2 AS ok`), { maxWait: 5000 })).toEqual([{ ok: 2 }]);
+    } finally {
+      await small.$disconnect();
+    }
+  });
+});
+
+describe("sqlStateOf", () => {
+  it("reads the SQLSTATE of a failed statement, outside and inside a transaction", async () => {
+    const outside = await client.$queryRawUnsafe(`SELECT * FROM no_such_table`).catch((err: unknown) => err);
+    expect(sqlStateOf(outside)).toBe("42P01");
+    const inside = await client
+      .$transaction((tx) => tx.$executeRawUnsafe(`INSERT INTO things (id) VALUES ($1), ($1)`, 300n))
+      .catch((err: unknown) => err);
+    expect(sqlStateOf(inside)).toBe("23505");
+  });
+
+  it("reads Prisma's driver-adapter shape and follows causes", () => {
+    const prismaShaped = Object.assign(new Error("Raw query failed"), { code: "P2010", meta: { driverAdapterError: { cause: { originalCode: "40P01" } } } });
+    expect(sqlStateOf(prismaShaped)).toBe("40P01");
+    expect(isLockConflict(prismaShaped)).toBe(true);
+    const wrapped = new Error("batch failed", { cause: Object.assign(new Error("lock timeout"), { code: "55P03" }) });
+    expect(sqlStateOf(wrapped)).toBe("55P03");
+    expect(isLockConflict(wrapped)).toBe(true);
+    expect(sqlStateOf(Object.assign(new Error("socket"), { code: "ECONNRESET" }))).toBeUndefined();
+    expect(sqlStateOf(Object.assign(new Error("socket"), { code: "EPIPE" }))).toBeUndefined();
+    expect(sqlStateOf(Object.assign(new Error("Raw query failed"), { code: "P2010" }))).toBeUndefined();
+    expect(sqlStateOf(Object.assign(new Error("raise"), { code: "P0001" }))).toBe("P0001");
+    expect(sqlStateOf(new Error("mentions 40P01 in its text only"))).toBeUndefined();
+    expect(isLockConflict(new Error("deadlock detected"))).toBe(false);
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * `ingest-retention`: the ingest-steady mix while history retention deletes
+ * (issue 15: "ingest and reads keep their targets while it runs"). Every
+ * fleet asset first gets OLD_ROWS_PER_ASSET history rows from 30 to 40 days
+ * ago (SQL), the organization's `history_retention_days` goes to 7, and the
+ * steady mix runs while tracking's retention pass (every second in the
+ * benchmark's stack) removes them in its small batches. The row says the
+ * ingest rate and how many old rows were removed during the run; retention is
+ * then switched off again.
+ */
+import { atLeast, skippedRow, type Target } from "../bench-case.ts";
+import type { BenchCase } from "../bench-context.ts";
+import { ingestDetails, ingestErrors, ingestNote, runIngest } from "../ingest-run.ts";
+import { TAGS_PER_EVENT } from "../scan-workload.ts";
+import { connectSql } from "../sql-client.ts";
+import { patchOrgSettings } from "../org-settings.ts";
+
+const READS_PER_SECOND = 50_000;
+const OLD_ROWS_PER_ASSET = 20;
+const target: Target = { text: "≥50,000 reads/s while retention deletes", criteria: [atLeast("rate", READS_PER_SECOND)] };
+
+
+export const ingestRetentionCase: BenchCase = {
+  name: "ingest-retention",
+  target,
+  async run(ctx) {
+    if (!ctx.ingest) return [skippedRow("ingest-retention", target, "no NATS (set NATS_URL)")];
+    if (!ctx.databaseUrl) return [skippedRow("ingest-retention", target, "no database (set BASELINE_DATABASE_URL)")];
+    const sql = await connectSql(ctx.databaseUrl);
+    const fleetIds = ctx.fleet.assets.map((a) => a.id);
+    // History keys are microseconds since the epoch * 16 + tie (tracking's packed key).
+    const oldRows = async () =>
+      Number(
+        (
+          await sql.query<{ n: string }>(
+            `SELECT count(*)::bigint AS n FROM tracking.history
+              WHERE org_id = $1 AND asset_id = ANY ($2::int[]) AND observed_key < (extract(epoch FROM now() - interval '7 days') * 1000000)::bigint * 16`,
+            [ctx.orgId, fleetIds],
+          )
+        ).rows[0]!.n,
+      );
+    try {
+      const seeded = Date.now();
+      await sql.query("BEGIN");
+      await sql.query(
+        `INSERT INTO tracking.history (org_id, asset_id, observed_key, location_id)
+         SELECT p.org_id, p.asset_id,
+                (extract(epoch FROM now() - interval '40 days' + g * interval '12 hours') * 1000000)::bigint * 16, p.location_id
+           FROM tracking.positions p, generate_series(1, $3::int) g
+          WHERE p.org_id = $1 AND p.asset_id = ANY ($2::int[])
+         ON CONFLICT DO NOTHING`,
+        [ctx.orgId, fleetIds, OLD_ROWS_PER_ASSET],
+      );
+      // The rows count in the assets' history totals, as scans' rows do.
+      await sql.query(
+        `UPDATE tracking.positions SET history_count = history_count + $3 WHERE org_id = $1 AND asset_id = ANY ($2::int[])`,
+        [ctx.orgId, fleetIds, OLD_ROWS_PER_ASSET],
+      );
+      await sql.query("COMMIT");
+      await sql.query("ANALYZE tracking.history");
+      const before = await oldRows();
+      ctx.log(`ingest-retention: ${before.toLocaleString("en-US")} history rows older than 7 days in ${Date.now() - seeded} ms`);
+
+      await patchOrgSettings(ctx, { history_retention_days: 7 });
+      let run;
+      try {
+        const events = (READS_PER_SECOND * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
+        const scans = Array.from({ length: events }, () => {
+          const drawn = ctx.fleet.steadyReads();
+          return ctx.scans.build(ctx.fleet.locations[drawn.location]!, drawn.assets.map((a) => ctx.fleet.assets[a]!));
+        });
+        run = await runIngest(ctx, ctx.ingest, scans, { eventsPerSecond: READS_PER_SECOND / TAGS_PER_EVENT, timeoutMs: ctx.profile.completionTimeoutMs });
+      } finally {
+        await patchOrgSettings(ctx, { history_retention_days: null });
+      }
+      const removed = before - (await oldRows());
+      return [
+        {
+          name: "ingest-retention",
+          status: "ok",
+          rate: { value: run.readsPerSecond, unit: "reads/s" },
+          metrics: { old_rows_removed: removed },
+          non2xx: run.visible.pollErrors,
+          errors: ingestErrors(run),
+          target,
+          note: `${ingestNote(run)}; retention removed ${removed.toLocaleString("en-US")} of ${before.toLocaleString("en-US")} old rows meanwhile`,
+          details: { ...ingestDetails(run), old_rows_before: before, old_rows_removed: removed },
+        },
+      ];
+    } finally {
+      await sql.end();
+    }
+  },
+};

@@ -1,0 +1,85 @@
+/**
+ * `ingest-smoothing`: the ingest-steady mix twice, first with smoothing off
+ * (the default) and then with the organization's `smoothing_window_s` at 60
+ * (EXTENSIONS.md section 5), counting the history rows each run wrote. The
+ * target (issue 15): at least 10x fewer history rows, and faster. In this mix
+ * one read in ten moves its asset, and a move always writes its row, so 10x
+ * is the most any window can give here.
+ */
+import { atLeast, skippedRow, type Target } from "../bench-case.ts";
+import type { BenchCase, IngestAccess } from "../bench-context.ts";
+import { ingestDetails, ingestErrors, runIngest, type IngestRun } from "../ingest-run.ts";
+import { TAGS_PER_EVENT } from "../scan-workload.ts";
+import { connectSql } from "../sql-client.ts";
+import { patchOrgSettings } from "../org-settings.ts";
+
+const READS_PER_SECOND = 50_000;
+const WINDOW_S = 60;
+const target: Target = {
+  text: "≥10x fewer history rows, faster (60 s window)",
+  criteria: [atLeast("rows_ratio", 10), atLeast("speedup", 1)],
+};
+
+
+export const ingestSmoothingCase: BenchCase = {
+  name: "ingest-smoothing",
+  target,
+  async run(ctx) {
+    if (!ctx.ingest) return [skippedRow("ingest-smoothing", target, "no NATS (set NATS_URL)")];
+    if (!ctx.databaseUrl) return [skippedRow("ingest-smoothing", target, "no database (set BASELINE_DATABASE_URL)")];
+    const ingest: IngestAccess = ctx.ingest;
+    const sql = await connectSql(ctx.databaseUrl);
+    // The fleet's rows only: each run's end marker (an asset kept aside) writes a row of its own.
+    const fleetIds = ctx.fleet.assets.map((a) => a.id);
+    const historyRows = async () =>
+      Number(
+        (await sql.query<{ n: string }>(`SELECT count(*)::bigint AS n FROM tracking.history WHERE org_id = $1 AND asset_id = ANY ($2::int[])`, [ctx.orgId, fleetIds]))
+          .rows[0]!.n,
+      );
+    const steady = async (): Promise<{ run: IngestRun; rows: number }> => {
+      const events = (READS_PER_SECOND * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
+      const scans = Array.from({ length: events }, () => {
+        const drawn = ctx.fleet.steadyReads();
+        return ctx.scans.build(ctx.fleet.locations[drawn.location]!, drawn.assets.map((a) => ctx.fleet.assets[a]!));
+      });
+      const before = await historyRows();
+      const run = await runIngest(ctx, ingest, scans, { eventsPerSecond: READS_PER_SECOND / TAGS_PER_EVENT, timeoutMs: ctx.profile.completionTimeoutMs });
+      return { run, rows: (await historyRows()) - before };
+    };
+    try {
+      await patchOrgSettings(ctx, { smoothing_window_s: 0 });
+      const off = await steady();
+      await patchOrgSettings(ctx, { smoothing_window_s: WINDOW_S });
+      let on: { run: IngestRun; rows: number };
+      try {
+        on = await steady();
+      } finally {
+        // Later cases (history, history-bytes) measure the spec's default: every read a row.
+        await patchOrgSettings(ctx, { smoothing_window_s: 0 });
+      }
+      // Rows per read, so runs of slightly different sizes compare.
+      const perRead = (x: { run: IngestRun; rows: number }) => x.rows / Math.max(1, x.run.reads);
+      const rowsRatio = perRead(on) > 0 ? perRead(off) / perRead(on) : Number.POSITIVE_INFINITY;
+      const speedup = on.run.readsPerSecond / Math.max(1, off.run.readsPerSecond);
+      const r = (n: number) => Math.floor(n * 100) / 100;
+      return [
+        {
+          name: "ingest-smoothing",
+          status: "ok",
+          rate: { value: on.run.readsPerSecond, unit: "reads/s" },
+          metrics: { rows_ratio: r(rowsRatio), speedup: r(speedup) },
+          non2xx: on.run.visible.pollErrors + off.run.visible.pollErrors,
+          errors: ingestErrors(on.run) + ingestErrors(off.run),
+          target,
+          note:
+            `off: ${off.run.reads.toLocaleString("en-US")} reads, ${off.rows.toLocaleString("en-US")} history rows, ${Math.round(off.run.readsPerSecond).toLocaleString("en-US")} reads/s; ` +
+            `60 s window: ${on.run.reads.toLocaleString("en-US")} reads, ${on.rows.toLocaleString("en-US")} rows, ${Math.round(on.run.readsPerSecond).toLocaleString("en-US")} reads/s ` +
+            `(${r(rowsRatio)}x fewer rows per read, ${r(speedup)}x the rate)`,
+          details: { off: { ...ingestDetails(off.run), history_rows: off.rows }, window_60s: { ...ingestDetails(on.run), history_rows: on.rows } },
+        },
+      ];
+    } finally {
+      await sql.end();
+    }
+  },
+};

@@ -1,0 +1,164 @@
+/**
+ * `webhooks`: partner events pushed to a local receiver (EXTENSIONS.md
+ * section 4). Scans move assets (churn: every read a move), each move is an
+ * `asset.moved` event, and every webhook subscribed to it gets a signed POST.
+ *
+ * - webhooks-throughput: 100 webhooks, moves offered so that 5,000
+ *   deliveries/s are due; the rate is what the receiver got per second, from
+ *   the first publish to the last delivery.
+ * - webhooks-latency: 10 webhooks, 1,000 deliveries/s offered; each sample is
+ *   publish of the scan → POST received (the whole path: ingestion, the
+ *   projection's feed row, the dispatcher).
+ *
+ * The webhooks are deleted afterwards, so later cases do not pay for them.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { z } from "zod";
+import { atLeast, below, skippedRow, type CaseRow, type Target } from "../bench-case.ts";
+import type { BenchCase, BenchContext } from "../bench-context.ts";
+import { summarizeLatencies } from "../latency-stats.ts";
+import { paced } from "../scan-publisher.ts";
+import { TAGS_PER_EVENT } from "../scan-workload.ts";
+
+const throughputTarget: Target = { text: "≥5,000 deliveries/s (100 webhooks)", criteria: [atLeast("rate", 5000)] };
+const latencyTarget: Target = { text: "p99 < 500 ms (scan → delivery, 1,000/s)", criteria: [below("p99", 500)] };
+const WebhookReply = z.object({ data: z.object({ id: z.number().int() }) });
+
+interface Receiver {
+  url: string;
+  /** publish time (ms) by "<asset_id>@<observed epoch ms>" */
+  published: Map<string, number>;
+  latencies: number[];
+  received: number;
+  nonMoves: number;
+  firstAt: number;
+  lastAt: number;
+  close(): Promise<void>;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const r: Receiver = {
+    url: "",
+    published: new Map(),
+    latencies: [],
+    received: 0,
+    nonMoves: 0,
+    firstAt: 0,
+    lastAt: 0,
+    close: async () => undefined,
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      res.writeHead(204).end();
+      const now = performance.now();
+      r.received++;
+      r.firstAt ||= now;
+      r.lastAt = now;
+      const event = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { type: string; data: { asset_id: number; observed_at: string } };
+      if (event.type !== "asset.moved") return void r.nonMoves++;
+      const sent = r.published.get(`${event.data.asset_id}@${Date.parse(event.data.observed_at)}`);
+      if (sent !== undefined) r.latencies.push(now - sent);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  r.close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return r;
+}
+
+async function deleteWebhook(ctx: BenchContext, id: number): Promise<void> {
+  await fetch(`${ctx.api.baseUrl}/api/v1/webhooks/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${ctx.api.apiKey}` } });
+}
+
+/** One run: `webhooks` subscriptions, moves offered for `deliveriesPerSecond` over `seconds`. */
+async function run(ctx: BenchContext, name: string, target: Target, webhooks: number, deliveriesPerSecond: number, seconds: number): Promise<CaseRow> {
+  const ingest = ctx.ingest!;
+  const receiver = await startReceiver();
+  const ids: number[] = [];
+  try {
+    for (let i = 0; i < webhooks; i++) {
+      const created = await ctx.api.post("/api/v1/webhooks", { url: `${receiver.url}/${i}`, types: ["asset.moved"] }, WebhookReply);
+      ids.push(created.data.id);
+    }
+    const scansPerSecond = deliveriesPerSecond / webhooks / TAGS_PER_EVENT;
+    let publishErrors = 0;
+    let moves = 0;
+    const started = performance.now();
+    await paced(scansPerSecond, seconds, async () => {
+      const reads = ctx.fleet.churnReads();
+      const scan = ctx.scans.build(
+        ctx.fleet.locations[reads.location]!,
+        reads.assets.map((a) => ctx.fleet.assets[a]!),
+      );
+      const at = performance.now();
+      for (const asset of scan.assets) receiver.published.set(`${asset.id}@${Date.parse(scan.observedAt)}`, at);
+      moves += scan.assets.length;
+      await ingest.js.publish(scan.subject, scan.data).catch(() => void publishErrors++);
+    });
+    const expected = moves * webhooks;
+    // Everything offered arrives, or the case stops waiting a while after the last delivery.
+    const deadline = performance.now() + ctx.profile.completionTimeoutMs;
+    while (receiver.received < expected && performance.now() < deadline) {
+      const before = receiver.received;
+      await new Promise((r) => setTimeout(r, 500));
+      if (receiver.received === before && performance.now() - receiver.lastAt > 15_000) break;
+    }
+    const missing = Math.max(0, expected - receiver.received);
+    const elapsedS = (receiver.lastAt - started) / 1000;
+    return {
+      name,
+      status: "ok",
+      rate: { value: receiver.received / Math.max(0.001, elapsedS), unit: "deliveries/s" },
+      latency: summarizeLatencies(receiver.latencies),
+      metrics: {},
+      non2xx: 0,
+      errors: missing + publishErrors,
+      target,
+      note: `${webhooks} webhooks, ${Math.round(deliveriesPerSecond)} deliveries/s offered for ${seconds} s; latency is scan publish → POST received`,
+      details: {
+        webhooks,
+        moves_published: moves,
+        deliveries_expected: expected,
+        deliveries_received: receiver.received,
+        missing,
+        publish_errors: publishErrors,
+        other_events: receiver.nonMoves,
+        offered_per_second: deliveriesPerSecond,
+        delivered_over_s: Number(elapsedS.toFixed(2)),
+      },
+    };
+  } finally {
+    for (const id of ids) await deleteWebhook(ctx, id).catch(() => undefined);
+    await receiver.close();
+  }
+}
+
+export const webhooksCase: BenchCase = {
+  name: "webhooks",
+  target: throughputTarget,
+  async run(ctx) {
+    if (!ctx.ingest) return [skippedRow("webhooks", throughputTarget, "no NATS (set NATS_URL)")];
+    const probe = await fetch(`${ctx.api.baseUrl}/api/v1/webhooks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ctx.api.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: "http://127.0.0.1:9/probe", types: ["asset.moved"] }),
+    });
+    if (probe.status !== 201) {
+      const why = `the stack refuses loopback webhooks (${probe.status}); run it with WEBHOOK_ALLOW_PRIVATE=true`;
+      return [skippedRow("webhooks-throughput", throughputTarget, why), skippedRow("webhooks-latency", latencyTarget, why)];
+    }
+    await deleteWebhook(ctx, ((await probe.json()) as { data: { id: number } }).data.id);
+    const seconds = ctx.profile.name === "quick" ? 5 : 15;
+    return [
+      await run(ctx, "webhooks-throughput", throughputTarget, 100, 5000, seconds),
+      await run(ctx, "webhooks-latency", latencyTarget, 10, 1000, seconds),
+    ];
+  },
+};

@@ -1,0 +1,524 @@
+/**
+ * Bulk upload of assets (EXTENSIONS.md section 3), run as a job by the
+ * catalog. The gateway streams the upload into the JetStream object store
+ * (the stack's uploads bucket, shared uploads.ts) and asks `asset.bulk`; the catalog checks the
+ * header, creates the job and answers 202; a worker then runs it:
+ *
+ *   1. validate: the file is read as a stream, each row checked with the
+ *      API's own rules (the POST body schema, keys and tags taken in the
+ *      organization or earlier in the file); errors name row and field;
+ *   2. write: under `abort` only when no row failed, under `skip` the good
+ *      rows: the file is read again and every row written in ONE
+ *      transaction (savepoint per row), which also marks the job succeeded.
+ *
+ * Nothing is ever half-applied: a crash before the commit leaves nothing,
+ * and the job (its lease run out) is taken over and run again from the
+ * start. Memory holds the keys and tags seen, never the file.
+ */
+import { Readable } from "node:stream";
+import { parse } from "csv-parse";
+import type { ObjectStore } from "@nats-io/obj";
+import {
+  AssetCreateRequest,
+  badRequest,
+  sqlExecute,
+  sqlQuery,
+  ValidationError,
+  type FieldError,
+  type Logger,
+  type Sql,
+} from "@whereabouts/shared";
+import { z } from "zod";
+import { mintExternalKey } from "../db/key-sequence.ts";
+import { recordEventInputs, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
+import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
+import { insertAssetRecord, patchAssetRecord } from "../assets/asset-service.ts";
+import { insertAssets, loadAssets } from "../assets/asset-store.ts";
+import { insertTags } from "../tags/tag-store.ts";
+import { attachTags } from "../tags/tag-service.ts";
+import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
+import { checkHeader, rowToBody } from "./csv-columns.ts";
+import { claimJob, finishJob, insertJob, JOB_ERRORS_MAX, markJobWritten, reportProgress, requeueJob, succeedJob, touchJob, type JobRow, type RowError } from "./job-store.ts";
+
+const PROGRESS_EVERY = 1000;
+/** Rows per lookup (validate) and per set-based insert (write): fewer round trips to a busy database. */
+export const BULK_CHUNK_ROWS = 2000;
+const CHUNK = BULK_CHUNK_ROWS;
+
+export const BulkStart = z
+  .object({
+    object: z.string().min(1).max(255),
+    mode: z.string().optional(),
+    on_error: z.string().optional(),
+  })
+  .strict();
+
+/** The file's records, as a stream (BOM dropped, RFC 4180 quoting, CRLF or LF). */
+async function* records(store: ObjectStore, name: string): AsyncGenerator<string[]> {
+  const object = await store.get(name);
+  if (!object) throw new Error(`upload ${name} is gone from the object store`);
+  const parser = Readable.fromWeb(object.data as never).pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: false }));
+  for await (const record of parser) yield record as string[];
+  const err = await object.error;
+  if (err) throw err;
+}
+
+/**
+ * `asset.bulk`: checks the header and the options, creates the job (202).
+ * A file without a header row, an unknown column or no `name` column is 400.
+ */
+export async function startBulkUpload(deps: { db: Sql; store: ObjectStore }, orgId: number, body: unknown): Promise<JobRow> {
+  const request = BulkStart.parse(body);
+  const fields: FieldError[] = [];
+  const mode = request.mode ?? "upsert";
+  const onError = request.on_error ?? "abort";
+  if (mode !== "upsert" && mode !== "create") fields.push({ field: "mode", code: "invalid_value", message: "mode must be upsert or create", params: { allowed_values: ["upsert", "create"] } } as FieldError);
+  if (onError !== "abort" && onError !== "skip") fields.push({ field: "on_error", code: "invalid_value", message: "on_error must be abort or skip", params: { allowed_values: ["abort", "skip"] } } as FieldError);
+  let header: string[] | undefined;
+  try {
+    for await (const record of records(deps.store, request.object)) {
+      header = record;
+      break;
+    }
+  } catch (err) {
+    if (err instanceof Error && /CSV|Quote|quote|Invalid/.test(err.message)) throw badRequest(`The file is not valid CSV: ${err.message}`);
+    throw err;
+  }
+  if (!header) fields.push({ field: "file", code: "required", message: "the file is empty: a header row is required" });
+  else fields.push(...checkHeader(header));
+  if (fields.length) {
+    await deps.store.delete(request.object).catch(() => undefined);
+    throw new ValidationError(fields);
+  }
+  return insertJob(deps.db, { orgId, mode, onError, objectName: request.object });
+}
+
+interface PlannedRow {
+  row: number;
+  /** Existing live asset with this key (upsert), or undefined: create. */
+  existingId?: number;
+}
+
+/** Pass 1: every row's problems, and what each good row will do. */
+async function validate(db: Sql, store: ObjectStore, job: JobRow, onProgress: (rows: number) => Promise<void>) {
+  const errors: RowError[] = [];
+  const failed = new Set<number>();
+  const plan = new Map<number, PlannedRow>();
+  const keysInFile = new Map<string, number>();
+  const tagsInFile = new Map<string, number>();
+  let header: string[] = [];
+  let rowNumber = 0;
+  let pending: Array<{ row: number; key?: string; tags: string[]; ownerKey?: string }> = [];
+  const fail = (row: number, field: string, code: string, message: string) => {
+    failed.add(row);
+    if (errors.length < JOB_ERRORS_MAX) errors.push({ row, field, code, message });
+  };
+
+  // Keys and tags already taken in the organization, looked up per chunk of rows.
+  async function checkChunk() {
+    if (!pending.length) return;
+    const keys = pending.map((p) => p.key).filter((k): k is string => k !== undefined);
+    const existing = new Map(
+      (await sqlQuery<{ id: number; external_key: string }>(db, `SELECT id, external_key FROM catalog.assets WHERE org_id = $1 AND external_key = ANY($2::text[]) AND deleted_at IS NULL`, [job.org_id, keys])).map((r) => [r.external_key, r.id]),
+    );
+    const tagPairs = pending.flatMap((p) => p.tags);
+    // By (tag_type, value) pairs, so the live unique index answers (a concatenation would scan every tag).
+    const split = tagPairs.map((pair) => [pair.slice(0, pair.indexOf(":")), pair.slice(pair.indexOf(":") + 1)] as const);
+    const taken = new Map(
+      (
+        await sqlQuery<{ pair: string; owner_type: string; owner_key: string | null }>(
+          db,
+          `SELECT t.tag_type || ':' || t.value AS pair, t.owner_type, a.external_key AS owner_key
+             FROM unnest($2::text[], $3::text[]) AS p(tag_type, value)
+             JOIN catalog.tags t ON t.org_id = $1 AND t.tag_type = p.tag_type AND t.value = p.value AND t.deleted_at IS NULL
+             LEFT JOIN catalog.assets a ON t.owner_type = 'asset' AND a.id = t.owner_id`,
+          [job.org_id, split.map((p) => p[0]), split.map((p) => p[1])],
+        )
+      ).map((r) => [r.pair, r]),
+    );
+    for (const p of pending) {
+      const existingId = p.key === undefined ? undefined : existing.get(p.key);
+      if (existingId !== undefined && job.mode === "create") {
+        fail(p.row, "external_key", "conflict", `An asset with external_key '${p.key}' already exists`);
+        continue;
+      }
+      for (const pair of p.tags) {
+        const owner = taken.get(pair);
+        // A tag already on this very asset is no conflict (an unchanged re-import).
+        if (owner && !(existingId !== undefined && owner.owner_type === "asset" && owner.owner_key === p.key)) {
+          fail(p.row, "tags", "conflict", `The tag ${pair} is already attached in this organization`);
+        }
+      }
+      if (!failed.has(p.row)) plan.set(p.row, { row: p.row, ...(existingId !== undefined ? { existingId } : {}) });
+    }
+    pending = [];
+  }
+
+  for await (const record of records(store, job.object_name)) {
+    if (rowNumber === 0 && header.length === 0) {
+      header = record;
+      continue;
+    }
+    rowNumber++;
+    if (record.length === 1 && record[0] === "" && header.length > 1) {
+      // A blank line: not a row (it still counts, so later row numbers match the file's data rows).
+      fail(rowNumber, "(row)", "invalid_value", "the row is empty");
+      continue;
+    }
+    if (record.length !== header.length) {
+      fail(rowNumber, "(row)", "invalid_value", `the row has ${record.length} fields; the header has ${header.length}`);
+      continue;
+    }
+    const { body, errors: textErrors } = rowToBody(header, record);
+    for (const e of textErrors) fail(rowNumber, e.field, e.code, e.message);
+    if (textErrors.length) continue;
+    const parsed = parseObject(AssetCreateRequest, body);
+    for (const e of parsed.fields) fail(rowNumber, e.field, e.code, e.message);
+    if (parsed.fields.length) continue;
+    const request = parsed.data!;
+    const key = request.external_key;
+    if (key !== undefined) {
+      const earlier = keysInFile.get(key);
+      if (earlier !== undefined) {
+        fail(rowNumber, "external_key", "conflict", `external_key '${key}' is also on row ${earlier}`);
+        continue;
+      }
+      keysInFile.set(key, rowNumber);
+    }
+    const pairs = (request.tags ?? []).map((t) => `${t.tag_type}:${t.value}`);
+    let duplicate = false;
+    for (const pair of pairs) {
+      const earlier = tagsInFile.get(pair);
+      if (earlier !== undefined && earlier !== rowNumber) {
+        fail(rowNumber, "tags", "conflict", `the tag ${pair} is also on row ${earlier}`);
+        duplicate = true;
+      }
+      tagsInFile.set(pair, earlier ?? rowNumber);
+    }
+    if (duplicate) continue;
+    pending.push({ row: rowNumber, ...(key !== undefined ? { key } : {}), tags: pairs });
+    if (pending.length >= CHUNK) await checkChunk();
+    if (rowNumber % PROGRESS_EVERY === 0) await onProgress(rowNumber);
+  }
+  await checkChunk();
+  return { rowsTotal: rowNumber, errors, failed, plan };
+}
+
+/** Test and operations hooks into a running job (composition root only). */
+export interface BulkHooks {
+  /** After each chunk of rows is written, inside the job's transaction, with the file's row it was written up to. */
+  afterChunk?: (job: JobRow, rowsRead: number) => Promise<void>;
+}
+
+export interface BulkDeps {
+  db: CatalogClient;
+  events: EventPublisher;
+  store: ObjectStore;
+  logger: Logger;
+  hooks?: BulkHooks;
+  /** Aborted when the service stops: the job rolls back and goes back to the queue. */
+  signal?: AbortSignal;
+}
+
+/** The service is stopping: the job's transaction rolls back and the job is queued again. */
+class JobInterrupted extends Error {
+  override readonly name = "JobInterrupted";
+}
+
+const checkSignal = (signal: AbortSignal | undefined) => {
+  if (signal?.aborted) throw new JobInterrupted("the catalog is stopping");
+};
+
+/** Events of the job's rows, recorded in the outbox in batches of this many (memory holds one batch). */
+const EVENT_BATCH = 2000;
+
+export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
+  const { db, store, events } = deps;
+  const started = performance.now();
+  const heartbeat = setInterval(() => void touchJob(db, job.id).catch(() => undefined), 5000);
+  try {
+    if (job.written_at) {
+      // Taken over after its rows committed: only its events may be left to publish.
+      await events.flush();
+      await succeedJob(db, job.id);
+      await store.delete(job.object_name).catch(() => undefined);
+      return;
+    }
+    // While validating, rows_done counts rows read (rows_total is known once the file is read through).
+    // Progress goes out one update after another, without holding up the reading.
+    let progress = Promise.resolve();
+    const checked = await validate(db, store, job, async (rows) => {
+      checkSignal(deps.signal);
+      progress = progress.then(() => reportProgress(db, job.id, { rowsDone: rows })).catch(() => undefined);
+    });
+    await progress;
+    const { rowsTotal, errors, failed, plan } = checked;
+    const phaseMs = { validate: Math.round(performance.now() - started), write: 0, publish: 0 };
+    await reportProgress(db, job.id, { rowsDone: 0, rowsTotal });
+    if (failed.size && job.on_error === "abort") {
+      await finishJob(db, job.id, { status: "failed", rowsTotal, rowsDone: rowsTotal, created: 0, updated: 0, unchanged: 0, failedRows: failed.size, errors });
+      deps.logger.info({ job_id: job.id, rows: rowsTotal, failed_rows: failed.size }, "bulk upload refused: rows failed under on_error=abort");
+      await store.delete(job.object_name).catch(() => undefined);
+      return;
+    }
+
+    // Pass 2: one transaction; a row that still fails (a concurrent write took its key) rolls back to its savepoint.
+    const counts = { created: 0, updated: 0, unchanged: 0 };
+    // Where the write's time goes (logged with the job): database statements by kind.
+    const writeMs = { assets: 0, tags: 0, views: 0, outbox: 0 };
+    const timed = async <T>(kind: keyof typeof writeMs, work: Promise<T>): Promise<T> => {
+      const t = performance.now();
+      try {
+        return await work;
+      } finally {
+        writeMs[kind] += performance.now() - t;
+      }
+    };
+    const lateErrors: RowError[] = [];
+    await inTransaction(db, async (tx) => {
+      // Events go to the outbox batch by batch (never all in memory); the relay publishes them after commit.
+      let batch: EventInput[] = [];
+      const emit = async (event: EventInput) => {
+        batch.push(event);
+        if (batch.length >= EVENT_BATCH) await flushEvents();
+      };
+      async function flushEvents() {
+        const events = batch;
+        batch = [];
+        if (events.length) await timed("outbox", recordEventInputs(tx, events));
+      }
+      let header: string[] = [];
+      let rowNumber = 0;
+      const rowFailed = (row: number, err: unknown) => {
+        const detail = err instanceof Error ? err.message : String(err);
+        failed.add(row);
+        lateErrors.push({ row, field: "(row)", code: "conflict", message: detail });
+        if (job.on_error === "abort") throw new BulkAborted(row, detail);
+      };
+
+      /** One row by itself, under a savepoint: an update (PATCH rules, tags added), or a create the set-based path gave back. */
+      async function writeRow(row: number, planned: PlannedRow, raw: Record<string, unknown>, request: AssetCreateRequest) {
+        const rowEvents: EventInput[] = [];
+        const rowEmit = async (event: EventInput) => void rowEvents.push(event);
+        await sqlExecute(tx, "SAVEPOINT bulk_row");
+        try {
+          if (planned.existingId === undefined) {
+            // Minted outside the transaction, as a create does: other creates do not wait for the job.
+            const key = request.external_key ?? (await mintExternalKey(db, job.org_id, "asset"));
+            await insertAssetRecord(tx, rowEmit, job.org_id, request, key);
+            counts.created++;
+          } else {
+            // The row as a PATCH body: what it sets, by the PATCH rules (unchanged rows stay untouched).
+            const { tags: _tags, external_key: _key, ...patch } = raw;
+            const result = await patchAssetRecord(tx, rowEmit, job.org_id, planned.existingId, patch as JsonObject);
+            // Tags are added, never removed: an asset's other tags stay.
+            const have = new Set(result.view.tags.map((t) => `${t.tag_type}:${t.value}`));
+            const missing = (request.tags ?? []).filter((t) => !have.has(`${t.tag_type}:${t.value}`));
+            if (missing.length) await attachTags(tx, rowEmit, job.org_id, "asset", planned.existingId, missing);
+            if (result.changed || missing.length) counts.updated++;
+            else counts.unchanged++;
+          }
+          await sqlExecute(tx, "RELEASE SAVEPOINT bulk_row");
+          for (const event of rowEvents) await emit(event);
+        } catch (err) {
+          await sqlExecute(tx, "ROLLBACK TO SAVEPOINT bulk_row");
+          rowFailed(row, err);
+        }
+      }
+
+      // New assets go in set-based chunks (three statements per chunk, not several per row);
+      // a chunk that fails (a concurrent write took a key) is retried row by row.
+      type Create = { row: number; planned: PlannedRow; raw: Record<string, unknown>; request: AssetCreateRequest };
+      let creates: Create[] = [];
+      async function flushCreates(chunk: Create[]) {
+        if (!chunk.length) return;
+        const keyed = await Promise.all(chunk.map(async (c) => ({ ...c, key: c.request.external_key ?? (await mintExternalKey(db, job.org_id, "asset")) })));
+        const chunkEvents: EventInput[] = [];
+        await sqlExecute(tx, "SAVEPOINT bulk_chunk");
+        try {
+          const ids = await timed("assets", insertAssets(
+            tx,
+            job.org_id,
+            keyed.map(({ request, key }) => ({
+              externalKey: key,
+              name: request.name,
+              description: request.description ?? null,
+              isActive: request.is_active ?? true,
+              metadata: (request.metadata as Record<string, unknown> | undefined) ?? {},
+              validFrom: storedInstant(request.valid_from),
+              validTo: storedInstant(request.valid_to) ?? null,
+            })),
+          ));
+          const tags = await timed("tags", insertTags(
+            tx,
+            job.org_id,
+            "asset",
+            keyed.flatMap(({ request }, i) =>
+              (request.tags ?? []).map((tag) => ({
+                ownerId: ids[i]!,
+                tag: { tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null },
+              })),
+            ),
+          ));
+          const views = await timed("views", loadAssets(tx, job.org_id, ids));
+          const tagsByOwner = new Map<number, typeof tags>();
+          for (const tag of tags) tagsByOwner.set(tag.owner_id, [...(tagsByOwner.get(tag.owner_id) ?? []), tag]);
+          // Per asset, as a create emits: `created` (carrying its tags), then each `attached`.
+          for (const id of ids) {
+            const created = views.get(id)!;
+            chunkEvents.push({ entity: "asset", verb: "created", orgId: job.org_id, version: created.version, data: created.view });
+            for (const tag of tagsByOwner.get(id) ?? []) chunkEvents.push({ entity: "tag", verb: "attached", orgId: job.org_id, version: tag.version, data: tag.record });
+          }
+          await sqlExecute(tx, "RELEASE SAVEPOINT bulk_chunk");
+        } catch {
+          await sqlExecute(tx, "ROLLBACK TO SAVEPOINT bulk_chunk");
+          for (const c of chunk) await writeRow(c.row, c.planned, c.raw, c.request);
+          return;
+        }
+        counts.created += chunk.length;
+        for (const event of chunkEvents) await emit(event);
+      }
+
+      const chunkDone = async (rowsWritten: number) => {
+        await deps.hooks?.afterChunk?.(job, rowsWritten);
+        checkSignal(deps.signal);
+      };
+      // The database writes one chunk while the next is read and parsed: `writing` chains the
+      // transaction's statements in file order, and the reader waits for all but the newest
+      // (memory holds two chunks at most).
+      let writing: Promise<void> = Promise.resolve();
+      const enqueue = (work: () => Promise<void>): Promise<void> => {
+        const previous = writing;
+        writing = previous.then(work);
+        writing.catch(() => undefined); // awaited below: never an unhandled rejection meanwhile
+        return previous;
+      };
+      try {
+        for await (const record of records(store, job.object_name)) {
+          if (header.length === 0) {
+            header = record;
+            continue;
+          }
+          rowNumber++;
+          const planned = plan.get(rowNumber);
+          if (!planned) continue;
+          const raw = rowToBody(header, record).body;
+          const request = parseObject(AssetCreateRequest, raw).data!;
+          const row = rowNumber;
+          if (planned.existingId === undefined) {
+            creates.push({ row, planned, raw, request });
+            if (creates.length >= CHUNK) {
+              const chunk = creates;
+              creates = [];
+              await enqueue(async () => {
+                await flushCreates(chunk);
+                await chunkDone(row);
+              });
+            }
+          } else {
+            await enqueue(() => writeRow(row, planned, raw, request));
+          }
+          if (rowNumber % PROGRESS_EVERY === 0) {
+            checkSignal(deps.signal);
+            void reportProgress(db, job.id, { rowsDone: rowNumber }).catch(() => undefined);
+          }
+        }
+        const rest = creates;
+        await enqueue(async () => {
+          await flushCreates(rest);
+          await chunkDone(rowNumber);
+        });
+      } finally {
+        // Nothing may still run on the transaction when it commits or rolls back.
+        await writing.catch(() => undefined);
+      }
+      await writing;
+      await flushEvents();
+      // The counts commit with the rows: a written job is exactly what was written.
+      await markJobWritten(tx, job.id, { rowsTotal, ...counts, failedRows: failed.size, errors: [...errors, ...lateErrors].sort((a, b) => a.row - b.row) });
+    });
+    phaseMs.write = Math.round(performance.now() - started) - phaseMs.validate;
+    // Fresh rows in bulk: the planner must know (autovacuum may be off, or slow to notice).
+    // It runs beside the publishing (neither needs the other); the job succeeds after both.
+    const analyzing =
+      counts.created + counts.updated >= ANALYZE_AFTER_ROWS
+        ? sqlExecute(db, "ANALYZE catalog.assets, catalog.tags").then(() => deps.logger.info({ job_id: job.id }, "bulk upload: analyzed catalog.assets and catalog.tags"))
+        : Promise.resolve();
+    // Succeeded only once every event is out (and announced): reads after it see the rows everywhere.
+    const publishing = performance.now();
+    const [published, analyzed] = await Promise.allSettled([events.flush(), analyzing]);
+    phaseMs.publish = Math.round(performance.now() - publishing);
+    for (const outcome of [published, analyzed]) if (outcome.status === "rejected") throw outcome.reason;
+    await succeedJob(db, job.id);
+    deps.logger.info({ job_id: job.id, rows: rowsTotal, ...counts, failed_rows: failed.size, ms: Math.round(performance.now() - started), phase_ms: phaseMs, write_ms: Object.fromEntries(Object.entries(writeMs).map(([k, v]) => [k, Math.round(v)])) }, "bulk upload done");
+  } catch (err) {
+    if (err instanceof BulkAborted) {
+      await finishJob(db, job.id, {
+        status: "failed",
+        rowsTotal: job.rows_total ?? 0,
+        rowsDone: err.row,
+        created: 0,
+        updated: 0,
+        unchanged: 0,
+        failedRows: 1,
+        errors: [{ row: err.row, field: "(row)", code: "conflict", message: err.detail }],
+      });
+      await store.delete(job.object_name).catch(() => undefined);
+      return;
+    }
+    if (err instanceof JobInterrupted) {
+      await requeueJob(db, job.id);
+      deps.logger.info({ job_id: job.id }, "bulk upload interrupted by shutdown: rolled back and queued again");
+      return;
+    }
+    throw err;
+  } finally {
+    clearInterval(heartbeat);
+  }
+  await store.delete(job.object_name).catch(() => undefined);
+}
+
+/** Rows written at or above which the job analyzes the tables it wrote. */
+export const ANALYZE_AFTER_ROWS = 1000;
+
+class BulkAborted extends Error {
+  constructor(
+    readonly row: number,
+    readonly detail: string,
+  ) {
+    super(`row ${row}: ${detail}`);
+  }
+}
+
+/**
+ * Runs jobs one at a time: polls for queued ones (and ones whose worker
+ * stopped). Stopping interrupts the running job at its next chunk: it rolls
+ * back and is queued again, so a restart (or another replica) runs it at once.
+ */
+export function startJobWorker(deps: Omit<BulkDeps, "signal"> & { pollMs?: number }) {
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  const stopping = new AbortController();
+  const loop = (async () => {
+    while (!stopped) {
+      let job: JobRow | undefined;
+      try {
+        job = await claimJob(deps.db);
+        if (job) await runBulkJob({ ...deps, signal: stopping.signal }, job);
+      } catch (err) {
+        deps.logger.error({ err, job_id: job?.id }, "bulk upload job failed; it will be taken over again");
+      }
+      if (!job && !stopped) await new Promise<void>((r) => ((wake = r), setTimeout(r, deps.pollMs ?? 1000)));
+    }
+  })();
+  return {
+    /** A job was just queued: look now. */
+    poke: () => wake?.(),
+    async stop() {
+      stopped = true;
+      stopping.abort();
+      wake?.();
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * Partner events (EXTENSIONS.md section 4) from the stream messages reporting
+ * already consumes: catalog entity events map one to one (`asset.updated`...),
+ * tracking's `moved` positions become `asset.moved`. They are recorded in the
+ * projection's own transaction, with one delivery row per matching webhook, so
+ * the feed and the webhooks hold exactly what the read model applied: a
+ * redelivered batch adds nothing (unique source id per organization).
+ */
+import { newEventId, PARTNER_EVENT_TYPES, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
+import type { SqlRunner } from "../reporting-db.ts";
+import type { ProjectionBatch } from "../projection/projection-service.ts";
+
+const TYPES = new Set<string>(PARTNER_EVENT_TYPES);
+
+/** A catalog event as a partner event: the record as the API shows it. */
+export interface RecordDraft {
+  orgId: number;
+  type: PartnerEventType;
+  occurredAt: string;
+  orderingKey: string;
+  sourceId: string;
+  data: unknown;
+}
+
+/** A move: its keys are looked up in the read model when it is recorded. */
+export interface MoveDraft {
+  orgId: number;
+  assetId: number;
+  fromLocationId: number | null;
+  toLocationId: number;
+  observedAt: string;
+  sourceId: string;
+}
+
+export class PartnerEventBatch {
+  readonly records: RecordDraft[] = [];
+  readonly moves: MoveDraft[] = [];
+
+  /** What a projection batch's messages mean for partners (events it parsed and accepted). */
+  static of(projection: Pick<ProjectionBatch, "catalogEvents" | "moves">): PartnerEventBatch {
+    const batch = new PartnerEventBatch();
+    for (const json of projection.catalogEvents) batch.addCatalog(json);
+    for (const position of projection.moves) batch.addMove(position);
+    return batch;
+  }
+
+  private addCatalog(json: unknown): void {
+    const event = json as {
+      event_id?: unknown;
+      org_id?: unknown;
+      entity?: unknown;
+      verb?: unknown;
+      occurred_at?: unknown;
+      data?: { id?: unknown; owner_type?: unknown; owner_id?: unknown };
+    };
+    const type = `${String(event.entity)}.${String(event.verb)}`;
+    if (!TYPES.has(type) || typeof event.event_id !== "string" || typeof event.org_id !== "number") return;
+    if (typeof event.occurred_at !== "string" || !event.data) return;
+    const owner = event.entity === "tag" ? `${String(event.data.owner_type)}:${String(event.data.owner_id)}` : `${String(event.entity)}:${String(event.data.id)}`;
+    this.records.push({
+      orgId: event.org_id,
+      type: type as PartnerEventType,
+      occurredAt: event.occurred_at,
+      orderingKey: owner,
+      sourceId: event.event_id,
+      data: event.data,
+    });
+  }
+
+  private addMove(position: AssetPositionEvent): void {
+    // A re-read at the same place is never a move, whatever the verb says.
+    if (position.previous_location_id === position.location_id) return;
+    this.moves.push({
+      orgId: position.org_id,
+      assetId: position.asset_id,
+      fromLocationId: position.previous_location_id ?? null,
+      toLocationId: position.location_id,
+      observedAt: position.observed_at,
+      sourceId: position.event_id,
+    });
+  }
+
+  get size(): number {
+    return this.records.length + this.moves.length;
+  }
+}
+
+/**
+ * Records partner events and queues their webhook deliveries in one statement.
+ * `select` yields (id, org_id, type, occurred_at, occurred, ordering_key,
+ * source_id, data) in feed order; an event already recorded (its source id)
+ * adds nothing. The deliveries: one per matching, live webhook, in feed order.
+ * Returns how many deliveries were queued.
+ */
+export async function insertPartnerEvents(tx: SqlRunner, select: string, values: unknown[]): Promise<number> {
+  const rows = await tx.$queryRawUnsafe<unknown[]>(
+    `WITH ins AS (
+       INSERT INTO reporting.partner_events (id, org_id, type, occurred_at, occurred, ordering_key, source_id, data)
+       ${select}
+       ON CONFLICT (org_id, source_id) DO NOTHING
+       RETURNING seq, org_id, type, ordering_key
+     )
+     INSERT INTO reporting.webhook_deliveries (webhook_id, org_id, event_seq, ordering_key)
+     SELECT w.id, ins.org_id, ins.seq, ins.ordering_key
+       FROM ins JOIN reporting.webhooks w ON w.org_id = ins.org_id AND w.deleted_at IS NULL AND ins.type = ANY (w.types)
+      ORDER BY ins.seq, w.id
+     RETURNING 1`,
+    ...values,
+  );
+  return rows.length;
+}
+
+/**
+ * Records the batch's events with `tx` (the projection's transaction).
+ * Returns how many deliveries it queued.
+ */
+export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatch): Promise<number> {
+  let queued = 0;
+  if (batch.records.length) {
+    const r = batch.records;
+    queued += await insertPartnerEvents(
+      tx,
+      `SELECT u.id, u.org_id, u.type, u.occurred_at, u.occurred_at::timestamptz, u.ordering_key, u.source_id, u.data
+           FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::json[])
+                WITH ORDINALITY AS u(id, org_id, type, occurred_at, ordering_key, source_id, data, ord)
+          ORDER BY u.ord`,
+      [
+        r.map(() => newEventId()),
+        r.map((e) => e.orgId),
+        r.map((e) => e.type),
+        r.map((e) => e.occurredAt),
+        r.map((e) => e.orderingKey),
+        r.map((e) => e.sourceId),
+        r.map((e) => JSON.stringify(e.data)),
+      ],
+    );
+  }
+  if (batch.moves.length) {
+    const m = batch.moves;
+    queued += await insertPartnerEvents(
+      tx,
+      `SELECT m.id, m.org_id, 'asset.moved', m.observed_at, m.observed_at::timestamptz, 'asset:' || m.asset_id, m.source_id,
+                json_build_object(
+                  'asset_id', m.asset_id, 'asset_external_key', a.external_key,
+                  'from_location_id', m.from_id, 'from_location_external_key', lf.external_key,
+                  'to_location_id', m.to_id, 'to_location_external_key', lt.external_key,
+                  'observed_at', m.observed_at)
+           FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[])
+                WITH ORDINALITY AS m(id, org_id, asset_id, from_id, to_id, observed_at, source_id, ord)
+           LEFT JOIN reporting.assets a ON a.org_id = m.org_id AND a.asset_id = m.asset_id
+           LEFT JOIN reporting.locations lf ON lf.org_id = m.org_id AND lf.location_id = m.from_id
+           LEFT JOIN reporting.locations lt ON lt.org_id = m.org_id AND lt.location_id = m.to_id
+          ORDER BY m.ord`,
+      [
+        m.map(() => newEventId()),
+        m.map((e) => e.orgId),
+        m.map((e) => e.assetId),
+        m.map((e) => e.fromLocationId),
+        m.map((e) => e.toLocationId),
+        m.map((e) => e.observedAt),
+        m.map((e) => e.sourceId),
+      ],
+    );
+  }
+  return queued;
+}

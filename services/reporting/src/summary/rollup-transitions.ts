@@ -1,0 +1,92 @@
+/**
+ * The roll-up's validity boundaries (location_rollup_transitions, see the
+ * migration 20261210000000_location_rollups): nothing is written when an
+ * asset's valid_from or valid_to passes, so this loop applies the due rows to
+ * their location's assets_effective and deletes them. Every replica runs it:
+ * rows are claimed FOR UPDATE SKIP LOCKED, so replicas share the work and never
+ * apply a row twice. A summary may therefore lag a validity boundary by about
+ * the loop's period (1 s by default).
+ */
+import { isLockConflict, type Logger, type Worker } from "@whereabouts/shared";
+import { takeSwapLockShared, TX_OPTIONS, type ReportingDb } from "../reporting-db.ts";
+
+/**
+ * One batch: claims up to `batchSize` due rows, oldest first, deletes them
+ * and adds their deltas to the counters (in key order, as the triggers do).
+ * Returns how many were applied. A short lock timeout: a projection batch that
+ * already holds a counter row and then waits for a row claimed here would
+ * otherwise deadlock with it; this side gives way and the next round retries.
+ */
+export async function applyDueTransitions(db: ReportingDb, batchSize: number): Promise<number> {
+  return db.$transaction(async (tx) => {
+    // The rebuild's swap renames the tables: no batch straddles it.
+    await takeSwapLockShared(tx);
+    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '200ms'`);
+    // `at` as text: a JS Date would drop its microseconds, and the key would no longer match.
+    const due = await tx.$queryRawUnsafe<Array<{ org_id: number; asset_id: number; at: string }>>(
+      `SELECT org_id, asset_id, at::text AS at FROM reporting.location_rollup_transitions
+        WHERE at <= now() ORDER BY at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      batchSize,
+    );
+    if (!due.length) return 0;
+    // A new statement: it reads the claimed rows as they are now (a move may
+    // have carried one to another location just before it was claimed).
+    const [applied] = await tx.$queryRawUnsafe<Array<{ n: number }>>(
+      `WITH gone AS (
+         DELETE FROM reporting.location_rollup_transitions t
+          USING unnest($1::int[], $2::int[], $3::timestamptz[]) AS d(org_id, asset_id, at)
+          WHERE t.org_id = d.org_id AND t.asset_id = d.asset_id AND t.at = d.at
+         RETURNING t.org_id, t.location_id, t.delta),
+       counted AS (
+         INSERT INTO reporting.location_rollups AS r (org_id, location_id, assets_effective)
+         SELECT org_id, location_id, sum(delta) FROM gone
+          GROUP BY org_id, location_id
+          ORDER BY org_id, location_id
+         ON CONFLICT (org_id, location_id) DO UPDATE SET assets_effective = r.assets_effective + EXCLUDED.assets_effective
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM counted)::int AS locations`,
+      due.map((d) => d.org_id),
+      due.map((d) => d.asset_id),
+      due.map((d) => d.at),
+    );
+    return applied?.n ?? 0;
+  }, TX_OPTIONS);
+}
+
+
+export function startRollupTransitions(deps: { db: ReportingDb; logger: Logger; everyMs?: number; batchSize?: number }): Worker {
+  const everyMs = deps.everyMs ?? 1000;
+  const batchSize = deps.batchSize ?? 1000;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const round = async () => {
+    let total = 0;
+    // Batch after batch while full, so a backlog (the service was down) drains
+    // without waiting a period per batch and without one long transaction.
+    for (;;) {
+      const applied = await applyDueTransitions(deps.db, batchSize);
+      total += applied;
+      if (applied < batchSize || stopped) break;
+    }
+    if (total > 0) deps.logger.debug({ applied: total }, "roll-up validity boundaries applied");
+  };
+  const tick = () => {
+    running = round()
+      .catch((err: unknown) => {
+        if (isLockConflict(err)) deps.logger.debug({ err }, "roll-up boundaries gave way to a projection batch; next round retries");
+        else deps.logger.warn({ err }, "roll-up boundaries failed; next round retries");
+      })
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, everyMs);
+      });
+  };
+  tick();
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}

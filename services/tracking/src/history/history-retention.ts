@@ -1,0 +1,104 @@
+/**
+ * History retention (EXTENSIONS.md section 5): an organization's
+ * `history_retention_days` removes its older history rows in the background,
+ * a hundred assets per short transaction (no long locks; scans go on), with
+ * progress in the logs and `whereabouts_history_rows_removed_total`. Per
+ * asset, the newest removed row is kept as its floor, so the oldest kept
+ * row's duration_seconds is what it was; the asset's history_count drops by
+ * what went. One replica at a time (an advisory lock).
+ */
+import type pg from "pg";
+import { checkout, type Logger, type Metrics, type Worker } from "@whereabouts/shared";
+
+const ASSETS_PER_BATCH = 100;
+const LOCK = "whereabouts:tracking:history-retention";
+
+/** One pass over every organization with a retention; returns the rows removed. */
+export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Metrics): Promise<number> {
+  const client = await checkout(pool);
+  let total = 0;
+  try {
+    const { rows: locked } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [LOCK]);
+    if (!locked[0]?.ok) return 0;
+    try {
+      const { rows: orgs } = await client.query<{ id: number; days: number }>(
+        `SELECT id, history_retention_days AS days FROM tracking.orgs WHERE history_retention_days IS NOT NULL ORDER BY id`,
+      );
+      for (const org of orgs) {
+        let after = 0;
+        let removed = 0;
+        let assets = 0;
+        for (;;) {
+          const { rows } = await client.query<{ last: number | null; scanned: number; removed: string }>(
+            `WITH a AS (
+               SELECT asset_id FROM tracking.positions WHERE org_id = $1 AND asset_id > $2 ORDER BY asset_id LIMIT $3
+             ), cutoff AS (
+               SELECT ((extract(epoch FROM now() - make_interval(days => $4)) * 1000000)::bigint) * 16 AS key
+             ), gone AS (
+               DELETE FROM tracking.history h USING a, cutoff
+                WHERE h.org_id = $1 AND h.asset_id = a.asset_id AND h.observed_key < cutoff.key
+               RETURNING h.asset_id, h.observed_key
+             ), per AS (
+               SELECT asset_id, max(observed_key) AS floor, count(*)::int AS n FROM gone GROUP BY asset_id
+             ), floors AS (
+               INSERT INTO tracking.history_floors AS f (org_id, asset_id, observed_key)
+               SELECT $1, asset_id, floor FROM per ORDER BY asset_id
+               ON CONFLICT (org_id, asset_id) DO UPDATE SET observed_key = GREATEST(f.observed_key, EXCLUDED.observed_key)
+             ), counts AS (
+               UPDATE tracking.positions p SET history_count = p.history_count - per.n
+                 FROM per WHERE p.org_id = $1 AND p.asset_id = per.asset_id
+             )
+             SELECT (SELECT max(asset_id) FROM a) AS last, (SELECT count(*) FROM a)::int AS scanned,
+                    (SELECT COALESCE(sum(n), 0) FROM per)::text AS removed`,
+            [org.id, after, ASSETS_PER_BATCH, org.days],
+          );
+          const batch = rows[0]!;
+          if (batch.last === null) break;
+          after = batch.last;
+          assets += batch.scanned;
+          const n = Number(batch.removed);
+          removed += n;
+          if (n > 0) {
+            metrics?.historyRowsRemoved.inc(n);
+            logger.debug({ org_id: org.id, assets, removed }, "history retention in progress");
+          }
+        }
+        if (removed > 0) logger.info({ org_id: org.id, retention_days: org.days, assets, removed }, "history older than the retention removed");
+        total += removed;
+      }
+    } finally {
+      await client.query("SELECT pg_advisory_unlock(hashtext($1))", [LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+  return total;
+}
+
+/** Runs a pass every `everyMs` (and once at start). */
+export function startHistoryRetention(deps: { pool: pg.Pool; logger: Logger; metrics?: Metrics; everyMs: number }): Worker & { runNow(): Promise<number> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<number> = Promise.resolve(0);
+  const pass = () =>
+    (running = running.then(() =>
+      retireHistory(deps.pool, deps.logger, deps.metrics).catch((err: unknown) => {
+        deps.logger.warn({ err }, "history retention failed; the next pass retries");
+        return 0;
+      }),
+    ));
+  const tick = () => {
+    void pass().finally(() => {
+      if (!stopped) timer = setTimeout(tick, deps.everyMs);
+    });
+  };
+  tick();
+  return {
+    runNow: pass,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}
