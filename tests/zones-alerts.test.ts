@@ -303,3 +303,65 @@ describe("isolation", () => {
     expect((await events(zonesOrg)).length).toBe(zones.length);
   }, 60_000);
 });
+
+describe("organizations that turn alerts on later", () => {
+  /** How many assets of the organization reporting keeps alert state for. */
+  async function keptStates(orgId: number): Promise<number> {
+    const pool = createPool(stack.db.url, 1);
+    try {
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM reporting.alert_assets WHERE org_id = $1`, [orgId]);
+      return rows[0].n as number;
+    } finally {
+      await pool.end();
+    }
+  }
+
+  it("keep no state until then; a dwell limit set later judges each stay from its real arrival", async () => {
+    const t = await stack.tenant("Late Dwell Org");
+    const bay = await location(t, { name: "Bay", external_key: "L-BAY" });
+    await location(t, { name: "Yard", external_key: "L-YARD" });
+    const stayed = await asset(t, "L-STAYED", "L-TAG-1");
+    const moved = await asset(t, "L-MOVED", "L-TAG-2");
+    // One asset read at the bay twice (its stay began at the first read), the other in the yard first, then at the bay.
+    const arrived = observedAt(-8000);
+    await scan(t, stayed, "L-BAY", "L-TAG-1", arrived);
+    await scan(t, moved, "L-YARD", "L-TAG-2", observedAt(-7000));
+    const movedIn = observedAt(-6000);
+    await scan(t, moved, "L-BAY", "L-TAG-2", movedIn);
+    await scan(t, stayed, "L-BAY", "L-TAG-1", observedAt(-5000));
+    expect(await keptStates(t.orgId)).toBe(0);
+
+    expect((await api(t, "PATCH", `/api/v1/locations/${bay.id}`, { max_dwell_s: 3 })).status).toBe(200);
+    const dwell = (got: FeedEvent[]) => got.filter((e) => e.type === "asset.dwell_exceeded");
+    const fired = await waitForEvents(t, (got) => dwell(got).length >= 2);
+    expect(dwell(fired).map((e) => [e.data.asset_id, e.data.since, e.occurred_at]).sort()).toEqual(
+      [
+        [stayed, arrived, new Date(Date.parse(arrived) + 3000).toISOString()],
+        [moved, movedIn, new Date(Date.parse(movedIn) + 3000).toISOString()],
+      ].sort(),
+    );
+    expect(await keptStates(t.orgId)).toBe(2);
+  }, 90_000);
+
+  it("missing_after_s set later: assets last seen before it go missing once, from their last sighting", async () => {
+    const t = await stack.tenant("Late Missing Org");
+    await location(t, { name: "Rack", external_key: "M-RACK" });
+    const id = await asset(t, "M-SAW", "M-TAG");
+    const seen = observedAt(-4000);
+    await scan(t, id, "M-RACK", "M-TAG", seen);
+    expect(await keptStates(t.orgId)).toBe(0);
+
+    expect((await api(t, "PATCH", "/api/v1/orgs/me/settings", { missing_after_s: 1 })).status).toBe(200);
+    const missing = (got: FeedEvent[]) => got.filter((e) => e.type === "asset.missing");
+    const fired = await waitForEvents(t, (got) => missing(got).length >= 1);
+    expect(missing(fired).map((e) => [e.data.asset_id, e.data.last_seen_at, e.occurred_at])).toEqual([
+      [id, seen, new Date(Date.parse(seen) + 1000).toISOString()],
+    ]);
+    // Turned off again, the state stays kept: a later sighting updates it and nothing more fires.
+    expect((await api(t, "PATCH", "/api/v1/orgs/me/settings", { missing_after_s: 0 })).status).toBe(200);
+    await scan(t, id, "M-RACK", "M-TAG", observedAt());
+    await eventually(async () => ((await pendingAlerts(t.orgId, id)).missing_due_at === null ? true : undefined), 20_000, 50);
+    expect(await keptStates(t.orgId)).toBe(1);
+    expect(missing(await events(t))).toHaveLength(1);
+  }, 60_000);
+});

@@ -19,14 +19,17 @@ import type { ProjectionBatch } from "../projection/projection-service.ts";
 import type { ReportingDb, SqlRunner } from "../reporting-db.ts";
 import { applyPosition, fireDue, orderDrafts, type AlertDraft, type AlertSettings, type AssetAlertState, type PlaceFacts } from "./alert-rules.ts";
 import {
+  alertOrgs,
   applyDwellLimits,
   applySettings,
   claimDueStates,
   loadPlaces,
   loadSettings,
+  lockAlertOrgs,
   lockStates,
   recordAlerts,
   saveStates,
+  startAlertOrgs,
 } from "./alert-store.ts";
 import { epochMicros } from "../projection/projection-service.ts";
 
@@ -54,22 +57,39 @@ async function record(tx: SqlRunner, drafts: AlertDraft[], metrics?: Metrics): P
   return queued;
 }
 
+type AlertBatch = Pick<ProjectionBatch, "settings" | "locationRows" | "positionEvents">;
+
+/** Organizations this batch shows using alerts (which may start keeping their state). */
+function startingOrgs(batch: AlertBatch): number[] {
+  const orgs = new Set<number>();
+  for (const s of batch.settings.values()) if (s.missingAfterS > 0) orgs.add(s.orgId);
+  for (const l of batch.locationRows) if ((l.isZone || l.maxDwellS !== null) && l.deletedAt === null) orgs.add(l.orgId);
+  return [...orgs];
+}
+
+/** First thing in a consumer batch's transaction (alert-store.ts lockAlertOrgs says why). */
+export async function lockAlertBatch(tx: SqlRunner, batch: AlertBatch): Promise<void> {
+  await lockAlertOrgs(tx, startingOrgs(batch), [...new Set(batch.positionEvents.map((e) => e.org_id))]);
+}
+
 /**
  * The alert side of one consumer batch, with `tx` (the projection's
- * transaction, after the read model is written). Returns deliveries queued.
+ * transaction, after the read model is written, and after lockAlertBatch).
+ * Only organizations that use alerts keep state; an organization starts when
+ * a batch first shows it using one. Returns deliveries queued.
  */
-export async function applyAlerts(
-  tx: SqlRunner,
-  batch: Pick<ProjectionBatch, "settings" | "locationRows" | "positionEvents">,
-  metrics?: Metrics,
-): Promise<number> {
+export async function applyAlerts(tx: SqlRunner, batch: AlertBatch, metrics?: Metrics): Promise<number> {
+  await startAlertOrgs(tx, startingOrgs(batch));
   await applySettings(tx, [...batch.settings.values()]);
   await applyDwellLimits(tx, batch.locationRows);
   if (!batch.positionEvents.length) return 0;
+  const kept = await alertOrgs(tx, [...new Set(batch.positionEvents.map((e) => e.org_id))]);
+  const positionEvents = batch.positionEvents.filter((e) => kept.has(e.org_id));
+  if (!positionEvents.length) return 0;
 
   // Each asset's events in (observed_at, seq) order: the order the rules judge them in.
   const byAsset = new Map<string, Array<{ orgId: number; assetId: number; locationId: number; observedAt: number; seq: number }>>();
-  for (const e of batch.positionEvents) {
+  for (const e of positionEvents) {
     const key = keyOf(e.org_id, e.asset_id);
     const list = byAsset.get(key) ?? [];
     list.push({ orgId: e.org_id, assetId: e.asset_id, locationId: e.location_id, observedAt: epochMicros(e.observed_at), seq: e.seq });
@@ -80,7 +100,7 @@ export async function applyAlerts(
   const { places, settings } = await contextOf(
     tx,
     held.values(),
-    batch.positionEvents.map((e) => ({ orgId: e.org_id, locationId: e.location_id })),
+    positionEvents.map((e) => ({ orgId: e.org_id, locationId: e.location_id })),
   );
   const drafts: AlertDraft[] = [];
   const states: AssetAlertState[] = [];

@@ -108,6 +108,67 @@ export async function applyDwellLimits(tx: SqlRunner, locations: LocationRow[]):
   );
 }
 
+/* ------------------------------------------------------ organizations in use */
+
+/**
+ * Alert state is kept only for organizations that use alerts (alert_orgs).
+ * A batch that may start an organization takes its lock exclusively, a batch
+ * of positions shares it; both before writing any row. So the seed (from
+ * positions) never misses a position a concurrent batch is writing, and a
+ * positions batch after the start sees it and keeps the state.
+ */
+async function lockOrgs(tx: SqlRunner, orgIds: number[], mode: "shared" | "exclusive"): Promise<void> {
+  if (!orgIds.length) return;
+  const fn = mode === "shared" ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock";
+  await tx.$queryRawUnsafe(
+    `SELECT count(${fn}(hashtext('reporting.alert-orgs'), o))::int AS locked FROM (SELECT unnest($1::int[]) AS o ORDER BY 1) s`,
+    [...new Set(orgIds)].sort((a, b) => a - b),
+  );
+}
+
+export async function lockAlertOrgs(tx: SqlRunner, starting: number[], positioned: number[]): Promise<void> {
+  await lockOrgs(tx, starting, "exclusive");
+  const exclusive = new Set(starting);
+  await lockOrgs(tx, positioned.filter((o) => !exclusive.has(o)), "shared");
+}
+
+/** Of these organizations, those whose alert state is kept. */
+export async function alertOrgs(tx: SqlRunner, orgIds: number[]): Promise<Set<number>> {
+  if (!orgIds.length) return new Set();
+  const rows = await tx.$queryRawUnsafe<Array<{ org_id: number }>>(
+    `SELECT org_id FROM reporting.alert_orgs WHERE org_id = ANY ($1::int[])`,
+    orgIds,
+  );
+  return new Set(rows.map((r) => r.org_id));
+}
+
+/**
+ * Starts keeping alert state for these organizations (those not yet kept):
+ * every live placed asset's state is seeded from its position. Returns the
+ * organizations started.
+ */
+export async function startAlertOrgs(tx: SqlRunner, orgIds: number[]): Promise<number[]> {
+  if (!orgIds.length) return [];
+  const rows = await tx.$queryRawUnsafe<Array<{ org_id: number }>>(
+    `WITH fresh AS (
+       INSERT INTO reporting.alert_orgs (org_id) SELECT DISTINCT unnest($1::int[]) ORDER BY 1
+       ON CONFLICT (org_id) DO NOTHING
+       RETURNING org_id
+     ), seeded AS ( -- runs to completion though nothing reads it (a data-modifying WITH)
+       INSERT INTO reporting.alert_assets (org_id, asset_id, location_id, arrived_at, last_seen_at, last_seen_seq)
+       SELECT p.org_id, p.asset_id, p.location_id, COALESCE(p.arrived_at, p.last_seen_at), p.last_seen_at, p.last_seen_seq
+         FROM fresh f
+         JOIN reporting.positions p ON p.org_id = f.org_id
+         JOIN reporting.assets a ON a.org_id = p.org_id AND a.asset_id = p.asset_id AND a.deleted_at IS NULL
+        ORDER BY p.org_id, p.asset_id
+       ON CONFLICT (org_id, asset_id) DO NOTHING
+     )
+     SELECT org_id FROM fresh`,
+    orgIds,
+  );
+  return rows.map((r) => r.org_id);
+}
+
 /* ------------------------------------------------------------------ states */
 
 interface StateRow {

@@ -23,7 +23,7 @@ import {
 import { ProjectionBatch, PoisonMessageError, type StreamKind } from "../projection/projection-service.ts";
 import { createProjectionStore, LIVE_SCHEMA } from "../projection/projection-store.ts";
 import { PartnerEventBatch, recordPartnerEvents } from "../events/partner-events.ts";
-import { applyAlerts } from "../alerts/alert-service.ts";
+import { applyAlerts, lockAlertBatch } from "../alerts/alert-service.ts";
 import { takeSwapLockShared, TX_OPTIONS, type ReportingDb } from "../reporting-db.ts";
 
 const common = {
@@ -65,14 +65,31 @@ export function createBatchHandler(
       }
     }
     if (batch.size > 0 || batch.catalogEvents.length > 0) {
+      const started = performance.now();
+      const timings: Record<string, number> = {};
+      let mark = started;
+      const lap = (name: string) => {
+        const now = performance.now();
+        timings[name] = Math.round((now - mark) * 10) / 10;
+        mark = now;
+      };
       const deliveries = await db.$transaction(async (tx) => {
         await takeSwapLockShared(tx);
+        if (partners) await lockAlertBatch(tx, batch);
+        lap("lock_ms");
         await batch.apply(tx, store);
+        lap("apply_ms");
         if (!partners) return 0;
+        const partnerDeliveries = await recordPartnerEvents(tx, PartnerEventBatch.of(batch));
+        lap("partner_ms");
         // Zones and alerts judge what the read model just applied (live path only: never the rebuild).
-        return (await recordPartnerEvents(tx, PartnerEventBatch.of(batch))) + (await applyAlerts(tx, batch, metrics));
+        const alertDeliveries = await applyAlerts(tx, batch, metrics);
+        lap("alerts_ms");
+        return partnerDeliveries + alertDeliveries;
       }, TX_OPTIONS);
+      lap("commit_ms");
       if (deliveries > 0) partners?.queued(deliveries);
+      logger.debug({ size: messages.length, events: batch.events, deliveries, ...timings, total_ms: Math.round(performance.now() - started) }, "projection batch committed");
     }
     for (const msg of messages) {
       const reason = poison.get(msg);

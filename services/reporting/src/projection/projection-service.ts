@@ -181,17 +181,27 @@ export class ProjectionBatch {
   }
 
   private addPosition(e: ReportingPositionEvent): void {
+    const observedAt = toMicroPrecision(e.observed_at);
     const row: PositionRow = {
       orgId: e.org_id,
       assetId: e.asset_id,
       locationId: e.location_id,
-      observedAt: toMicroPrecision(e.observed_at),
+      observedAt,
       observedMicros: epochMicros(e.observed_at),
       seq: e.seq,
+      arrivedAt: observedAt,
+      continues: true,
     };
     const key = keyOf(row.orgId, row.assetId);
     const held = this.positions.get(key);
     if (!held || held.observedMicros < row.observedMicros || (held.observedMicros === row.observedMicros && held.seq < row.seq)) {
+      if (held) {
+        // The stay goes on (arrival as held) or a new one starts here.
+        if (held.locationId === row.locationId) {
+          row.arrivedAt = held.arrivedAt;
+          row.continues = held.continues;
+        } else row.continues = false;
+      }
       this.positions.set(key, row);
     }
     this.events++;

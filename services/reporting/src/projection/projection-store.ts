@@ -161,19 +161,29 @@ export function createProjectionStore(schema: ReadModelSchema) {
      */
     async upsertPositions(tx: SqlRunner, rows: PositionRow[]): Promise<number> {
       if (!rows.length) return 0;
+      // arrived_at (alerts seed their state from it when an organization turns
+      // them on): a stay that goes on keeps the stored arrival. The read of the
+      // stored row is safe: only the leader's tracking consumer writes here.
       return tx.$executeRawUnsafe(
-        `WITH placed AS (
-           INSERT INTO ${t("positions")} AS t (org_id, asset_id, location_id, last_seen_at, last_seen_seq)
-           SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
+        `WITH input AS (
+           SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::bool[])
+                    AS u(org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at, continues)
+         ), placed AS (
+           INSERT INTO ${t("positions")} AS t (org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at)
+           SELECT i.org_id, i.asset_id, i.location_id, i.last_seen_at, i.last_seen_seq,
+                  CASE WHEN i.continues AND s.location_id = i.location_id THEN s.arrived_at ELSE i.arrived_at END
+             FROM input i LEFT JOIN ${t("positions")} s ON s.org_id = i.org_id AND s.asset_id = i.asset_id
+            ORDER BY i.org_id, i.asset_id
            ON CONFLICT (org_id, asset_id) DO UPDATE
-              SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq
+              SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq,
+                  arrived_at = EXCLUDED.arrived_at
             WHERE (t.last_seen_at, t.last_seen_seq) < (EXCLUDED.last_seen_at, EXCLUDED.last_seen_seq)
            RETURNING t.org_id, t.asset_id, (t.xmax = 0) AS first
          )
          INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)
          SELECT org_id, asset_id, true FROM placed WHERE first ORDER BY org_id, asset_id
          ON CONFLICT (org_id, asset_id) DO UPDATE SET scanned = true WHERE NOT a.scanned`,
-        ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq"),
+        ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
       );
     },
   };

@@ -133,4 +133,11 @@ export interface PositionRow {
   /** observed_at in epoch microseconds, for ordering in memory. */
   observedMicros: number;
   seq: number;
+  /**
+   * When the asset came to this location, as far as the batch shows: the
+   * first of its trailing run of events here. `continues`: every event of the
+   * batch was here, so a stored row at the same location keeps its arrival.
+   */
+  arrivedAt: string;
+  continues: boolean;
 }
