@@ -34,3 +34,4 @@ export * from "./contracts/settings.ts";
 export * from "./contracts/scan-points.ts";
 export * from "./dead-letter.ts";
 export * from "./uploads.ts";
+export * from "./phase-timer.ts";

@@ -9,6 +9,7 @@
  */
 import {
   DURABLES,
+  phaseTimer,
   runAsLeader,
   runBatchConsumer,
   STREAMS,
@@ -65,14 +66,7 @@ export function createBatchHandler(
       }
     }
     if (batch.size > 0 || batch.catalogEvents.length > 0) {
-      const started = performance.now();
-      const timings: Record<string, number> = {};
-      let mark = started;
-      const lap = (name: string) => {
-        const now = performance.now();
-        timings[name] = Math.round((now - mark) * 10) / 10;
-        mark = now;
-      };
+      const { timings, lap, totalMs } = phaseTimer();
       const deliveries = await db.$transaction(async (tx) => {
         await takeSwapLockShared(tx);
         if (partners) await lockAlertBatch(tx, batch);
@@ -89,7 +83,7 @@ export function createBatchHandler(
       }, TX_OPTIONS);
       lap("commit_ms");
       if (deliveries > 0) partners?.queued(deliveries);
-      logger.debug({ size: messages.length, events: batch.events, deliveries, ...timings, total_ms: Math.round(performance.now() - started) }, "projection batch committed");
+      logger.debug({ size: messages.length, events: batch.events, deliveries, ...timings, total_ms: totalMs() }, "projection batch committed");
     }
     for (const msg of messages) {
       const reason = poison.get(msg);

@@ -16,7 +16,7 @@
  * second write per asset.
  */
 import type { JetStreamClient } from "@nats-io/jetstream";
-import type { JsMsg, Logger, ScanTag } from "@whereabouts/shared";
+import { phaseTimer, type JsMsg, type Logger, type ScanTag } from "@whereabouts/shared";
 import { DataPhaseError, runIsolated } from "../db/batch-isolation.ts";
 import { inTransaction, type TrackingClient } from "../db/tracking-db.ts";
 import {
@@ -83,14 +83,7 @@ export function createScanService(deps: {
    * settle, which the caller runs while the next batch is being committed.
    */
   async function commitBatch(messages: JsMsg[]): Promise<() => Promise<void>> {
-    const started = performance.now();
-    const timings: Record<string, number> = {};
-    let mark = started;
-    const lap = (name: string) => {
-      const now = performance.now();
-      timings[name] = Math.round((now - mark) * 10) / 10;
-      mark = now;
-    };
+    const { timings, lap, totalMs } = phaseTimer();
     const ordered = [...messages].sort((a, b) => a.seq - b.seq);
     const skipped: JsMsg[] = [];
     const refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }> = [];
@@ -287,7 +280,7 @@ export function createScanService(deps: {
           dead_lettered: refused.length,
           events: announce.length,
           ...timings,
-          total_ms: Math.round(performance.now() - started),
+          total_ms: totalMs(),
         },
         "scan batch committed",
       );
