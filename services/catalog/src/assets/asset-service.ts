@@ -2,19 +2,7 @@
  * Asset rules: create (auto-mint, tags, read-only location by presence), read,
  * list, PATCH (merge patch with accept-if-matches echoes), rename, soft delete.
  */
-import {
-  AssetCreateRequest,
-  AssetPatchRequest,
-  conflict,
-  dataEnvelopeJson,
-  listEnvelopeJson,
-  notFound,
-  RenameRequest,
-  type AssetView,
-  type FieldError,
-  type JsonText,
-  type SortKey,
-} from "@whereabouts/shared";
+import { AssetCreateRequest, AssetPatchRequest, type AssetView, conflict, dataEnvelopeJson, type FieldError, type JsonText, listEnvelopeJson, notFound, type Page, RenameRequest, type SortKey } from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
 import type { Emit, EventInput, EventPublisher } from "../events/event-outbox.ts";
@@ -29,7 +17,6 @@ import {
   type JsonObject,
 } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
-import type { Page } from "../requests/list-query.ts";
 import { ASSET_LOCATION_READ_ONLY, checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
 import {
