@@ -14,7 +14,7 @@
  * no replica ran fire when one comes back. Each alert's source id names its
  * episode, so recording it twice adds one event.
  */
-import type { Logger, Metrics, Worker } from "@whereabouts/shared";
+import { epochMicros, type Logger, type Metrics, type Worker } from "@whereabouts/shared";
 import type { ProjectionBatch } from "../projection/projection-service.ts";
 import type { ReportingDb, SqlRunner } from "../reporting-db.ts";
 import { applyPosition, fireDue, orderDrafts, type AlertDraft, type AlertSettings, type AssetAlertState, type PlaceFacts } from "./alert-rules.ts";
@@ -28,7 +28,6 @@ import {
   recordAlerts,
   saveStates,
 } from "./alert-store.ts";
-import { epochMicros } from "../projection/projection-service.ts";
 
 const keyOf = (orgId: number, id: number) => `${orgId}:${id}`;
 

@@ -7,7 +7,6 @@
  */
 import {
   AppError,
-  forbidden,
   PARTNER_EVENT_TYPES,
   QueryReader,
   type ConsistencyGate,
@@ -16,6 +15,7 @@ import {
   type PartnerEventType,
   type RpcRequest,
   type Worker,
+  requireOrg,
 } from "@whereabouts/shared";
 import type { ReportingDb, SqlRunner } from "../reporting-db.ts";
 
@@ -74,8 +74,7 @@ interface EventRow {
 export function createEventFeed(deps: { db: ReportingDb; catalog: ConsistencyGate; retentionS: number }) {
   return {
     async list(request: Pick<RpcRequest, "principal" | "query" | "catalog_seq">): Promise<{ data: PartnerEvent[]; next_cursor: string }> {
-      const orgId = request.principal.org_id;
-      if (orgId === null) throw forbidden("The API key has no organization context");
+      const orgId = requireOrg(request.principal);
       const query = parseFeedQuery(request.query);
       // Read-your-writes: a catalog write the client saw acknowledged is in its feed.
       await deps.catalog.reach(request.catalog_seq);
