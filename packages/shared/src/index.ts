@@ -20,6 +20,7 @@ export * from "./limits.ts";
 export * from "./json-guard.ts";
 export * from "./service.ts";
 export * from "./service-main.ts";
+export * from "./periodic.ts";
 export * from "./consumer.ts";
 export * from "./consistency.ts";
 export * from "./metrics.ts";

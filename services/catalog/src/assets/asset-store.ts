@@ -1,7 +1,8 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
 import { type AssetPositionEvent, type AssetView, containsPattern, effectiveSql, microsTimestampSql, newerSql, type Page, type SortKey, unnestColumns, wireTimestampSql } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { embeddedTags, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
+import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
+import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy } from "../requests/list-query.ts";
 
@@ -155,39 +156,13 @@ const CASTS: Record<keyof AssetChanges, string> = {
   valid_to: "::timestamptz",
 };
 
-/** Applies real changes: advances updated_at and the version. */
-export async function updateAsset(db: Db, orgId: number, id: number, changes: AssetChanges): Promise<void> {
-  const p = new Params([orgId, id]);
-  const sets = Object.entries(changes).map(([column, value]) => {
-    const v = column === "metadata" ? JSON.stringify(value) : value;
-    return `${column} = ${p.add(v)}${CASTS[column as keyof AssetChanges]}`;
-  });
-  await execute(
-    db,
-    `UPDATE catalog.assets SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
-      WHERE org_id = $1 AND id = $2`,
-    p.values,
-  );
-}
+/** Applies real changes: advances updated_at and the version (metadata as JSON). */
+export const updateAsset = (db: Db, orgId: number, id: number, changes: AssetChanges): Promise<void> =>
+  updateRecord(db, "catalog.assets", orgId, id, changes.metadata === undefined ? changes : { ...changes, metadata: JSON.stringify(changes.metadata) }, CASTS);
 
-export async function renameAsset(db: Db, orgId: number, id: number, externalKey: string): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.assets SET external_key = $3, updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id, externalKey],
-  );
-}
+export const renameAsset = (db: Db, orgId: number, id: number, externalKey: string) => renameRecord(db, "catalog.assets", orgId, id, externalKey);
 
-export async function softDeleteAsset(db: Db, orgId: number, id: number): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.assets
-        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id],
-  );
-}
+export const softDeleteAsset = (db: Db, orgId: number, id: number) => softDeleteRecord(db, "catalog.assets", orgId, id);
 
 /* ------------------------------------------------------------------ lists */
 

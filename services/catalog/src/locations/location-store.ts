@@ -4,8 +4,9 @@
  */
 import { containsPattern, effectiveSql, microsTimestampSql, type Page, sqlOffset, wireTimestampSql } from "@whereabouts/shared";
 import type { LocationView, SortKey } from "@whereabouts/shared";
-import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { embeddedTags, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
+import { Params, query, queryOne, type Db } from "../db/catalog-db.ts";
+import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
+import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
 import { listPage, orderBy } from "../requests/list-query.ts";
 
@@ -157,37 +158,13 @@ const CASTS: Record<keyof LocationChanges, string> = {
   valid_to: "::timestamptz",
 };
 
-export async function updateLocation(db: Db, orgId: number, id: number, changes: LocationChanges): Promise<void> {
-  const p = new Params([orgId, id]);
-  const sets = Object.entries(changes).map(
-    ([column, value]) => `${column} = ${p.add(value)}${CASTS[column as keyof LocationChanges]}`,
-  );
-  await execute(
-    db,
-    `UPDATE catalog.locations SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
-      WHERE org_id = $1 AND id = $2`,
-    p.values,
-  );
-}
+export const updateLocation = (db: Db, orgId: number, id: number, changes: LocationChanges) =>
+  updateRecord(db, "catalog.locations", orgId, id, changes, CASTS);
 
-export async function renameLocation(db: Db, orgId: number, id: number, externalKey: string): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.locations SET external_key = $3, updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id, externalKey],
-  );
-}
+export const renameLocation = (db: Db, orgId: number, id: number, externalKey: string) =>
+  renameRecord(db, "catalog.locations", orgId, id, externalKey);
 
-export async function softDeleteLocation(db: Db, orgId: number, id: number): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.locations
-        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id],
-  );
-}
+export const softDeleteLocation = (db: Db, orgId: number, id: number) => softDeleteRecord(db, "catalog.locations", orgId, id);
 
 export async function hasLiveChildren(db: Db, orgId: number, id: number): Promise<boolean> {
   const row = await queryOne<{ found: boolean }>(

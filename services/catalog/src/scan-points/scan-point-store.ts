@@ -4,8 +4,9 @@
  */
 import { effectiveSql, microsTimestampSql, type Page, wireTimestampSql } from "@whereabouts/shared";
 import type { ScanPointView, SortKey } from "@whereabouts/shared";
-import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
-import { nextUpdatedAt, NOW_MS, rowById } from "../db/sql-fragments.ts";
+import { Params, queryOne, type Db } from "../db/catalog-db.ts";
+import { softDeleteRecord, updateRecord } from "../db/record-writes.ts";
+import { NOW_MS, rowById } from "../db/sql-fragments.ts";
 import { listPage, orderBy } from "../requests/list-query.ts";
 
 export const SCAN_POINT_LIVE_UNIQUE_INDEX = "scan_points_org_id_source_antenna_live_key";
@@ -95,26 +96,10 @@ const CASTS: Record<keyof ScanPointChanges, string> = {
   valid_to: "::timestamptz",
 };
 
-export async function updateScanPoint(db: Db, orgId: number, id: number, changes: ScanPointChanges): Promise<void> {
-  const p = new Params([orgId, id]);
-  const sets = Object.entries(changes).map(([column, value]) => `${column} = ${p.add(value)}${CASTS[column as keyof ScanPointChanges]}`);
-  await execute(
-    db,
-    `UPDATE catalog.scan_points SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
-      WHERE org_id = $1 AND id = $2`,
-    p.values,
-  );
-}
+export const updateScanPoint = (db: Db, orgId: number, id: number, changes: ScanPointChanges) =>
+  updateRecord(db, "catalog.scan_points", orgId, id, changes, CASTS);
 
-export async function softDeleteScanPoint(db: Db, orgId: number, id: number): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.scan_points
-        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id],
-  );
-}
+export const softDeleteScanPoint = (db: Db, orgId: number, id: number) => softDeleteRecord(db, "catalog.scan_points", orgId, id);
 
 /* ------------------------------------------------------------------ lists */
 

@@ -16,6 +16,7 @@ import {
   type RpcRequest,
   type Worker,
   requireOrg,
+  startPeriodic,
 } from "@whereabouts/shared";
 import type { ReportingDb, SqlRunner } from "../reporting-db.ts";
 
@@ -168,25 +169,13 @@ export async function purgeExpiredEvents(db: SqlRunner, retentionS: number, batc
 
 /** The background purge: every `everyMs` (and once at start). */
 export function startEventRetention(deps: { db: SqlRunner; retentionS: number; logger: Logger; everyMs?: number }): Worker {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const tick = () => {
-    running = purgeExpiredEvents(deps.db, deps.retentionS)
-      .then((removed) => {
-        if (removed > 0) deps.logger.info({ removed }, "expired partner events removed");
-      })
-      .catch((err: unknown) => deps.logger.warn({ err }, "partner event retention failed; next round retries"))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, deps.everyMs ?? 60_000);
-      });
-  };
-  tick();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
+  return startPeriodic({
+    everyMs: deps.everyMs ?? 60_000,
+    ref: true,
+    round: async () => {
+      const removed = await purgeExpiredEvents(deps.db, deps.retentionS);
+      if (removed > 0) deps.logger.info({ removed }, "expired partner events removed");
     },
-  };
+    onError: (err) => deps.logger.warn({ err }, "partner event retention failed; next round retries"),
+  });
 }
