@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { AssetView, CatalogEvent, LocationView, TagRecord, TagView } from "../contracts/catalog.ts";
+import { toWireTimestamp } from "../rules/instant.ts";
 
 /** The facts of a validity window; absent ones take the defaults. */
 interface Validity {
@@ -82,5 +83,5 @@ export const testCatalogEventHead = (orgId: number, entityId: number, entityVers
   entity_id: entityId,
   entity_version: entityVersion,
   verb,
-  occurred_at: new Date().toISOString(),
+  occurred_at: toWireTimestamp(new Date()),
 });

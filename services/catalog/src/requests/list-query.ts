@@ -2,7 +2,7 @@
  * List query parameters beyond the shared QueryReader (q, sort columns), and
  * one list page with its total_count.
  */
-import { effectiveSql, sqlOffset, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
+import { effectiveSql, sqlOffset, validityNotEndedSql, validityStartedSql, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
 import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
 import type { CountCache, CountResult } from "./count-cache.ts";
 
@@ -63,8 +63,8 @@ async function countWithHorizon(db: Db, table: string, alias: string, conditions
   const row = await queryOne<{ n: number; seconds: number | null }>(
     db,
     `SELECT count(*) FILTER (WHERE ${current})::int AS n,
-            extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE ${alias}.valid_from > now()),
-                                     min(${alias}.valid_to) FILTER (WHERE ${alias}.valid_to > now())) - now())::float8 AS seconds
+            extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE NOT ${validityStartedSql(alias)}),
+                                     min(${alias}.valid_to) FILTER (WHERE ${validityNotEndedSql(alias)})) - now())::float8 AS seconds
        FROM ${table} ${alias} WHERE ${others.join(" AND ")}`,
     params,
   );
