@@ -16,6 +16,7 @@ import { encodeJson } from "../nats.ts";
 import { catalogEventSubject, deadLetterSubject, STREAMS } from "../subjects.ts";
 import { DLQ_DETAIL_HEADER, DLQ_REASON_HEADER, DLQ_SUBJECT_HEADER } from "../contracts/tracking.ts";
 import { dropDatabase, ensureDatabase } from "../db.ts";
+import type { RpcRequest } from "../rpc.ts";
 
 export * from "./catalog-views.ts";
 
@@ -226,3 +227,15 @@ export async function readDeadLetters(nc: NatsConnection, durable: string) {
     text: new TextDecoder().decode(m.data),
   }));
 }
+
+/** An RPC request envelope as the gateway sends it, for tests that call handlers over NATS. */
+export const testRpcRequest = (overrides: Partial<RpcRequest> = {}): RpcRequest => ({
+  request_id: "req-1",
+  principal: { key_id: 1, org_id: 1, scopes: [] },
+  method: "GET",
+  route: "/api/v1/assets",
+  path: "/api/v1/assets",
+  params: {},
+  query: {},
+  ...overrides,
+});
