@@ -11,6 +11,7 @@ export * from "./nats.ts";
 export * from "./deployment.ts";
 export * from "./db.ts";
 export * from "./db-maintenance.ts";
+export * from "./service-db.ts";
 export * from "./sql.ts";
 export * from "./leader.ts";
 export * from "./sql-client.ts";

@@ -1,11 +1,11 @@
 /** Gateway process entry: config, dependencies, listen; the shared process runner does ops server, NATS, signals. */
 import { Redis } from "ioredis";
-import { createPool, drainNats, natsConnected, runReadinessChecks, runServiceProcess, startDbMaintenance, watchCatalogWrites } from "@whereabouts/shared";
+import { drainNats, natsConnected, openServiceDatabase, runReadinessChecks, runServiceProcess, watchCatalogWrites } from "@whereabouts/shared";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { buildGateway } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createAuthService } from "./identity/auth-service.ts";
-import { createIdentityClient, createIdentityStore } from "./identity/identity-store.ts";
+import { createIdentityStore } from "./identity/identity-store.ts";
 import { createMemoryRateLimiter, createRedisRateLimiter } from "./plugins/rate-limiter.ts";
 
 const config = loadGatewayConfig();
@@ -16,11 +16,8 @@ await runServiceProcess({
   schema: "identity",
   ensureStreams: false,
   async start({ nc, logger, metrics }) {
-    const pool = createPool(config.identityDatabaseUrl, 10);
-    metrics.watchPool("identity", pool);
-    const db = createIdentityClient(pool);
-    const identity = createIdentityStore(db);
-    const maintenance = startDbMaintenance({ pool, schema: "identity", logger });
+    const database = openServiceDatabase({ schema: "identity", url: config.identityDatabaseUrl, max: 10, metrics, logger });
+    const identity = createIdentityStore(database.sql);
     const rateLimiter = config.REDIS_URL
       ? createRedisRateLimiter(new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 }), config.RATE_LIMIT_WINDOW_MS, {
           onError: (err) => logger.warn({ err }, "rate limit store unavailable; counting in process"),
@@ -50,14 +47,14 @@ await runServiceProcess({
       readiness: async () =>
         stopping
           ? { ready: false, checks: { stopping: false } }
-          : runReadinessChecks({ nats: () => natsConnected(nc), database: () => db.$queryRawUnsafe("SELECT 1") }),
+          : runReadinessChecks({ nats: () => natsConnected(nc), database: database.ping }),
       async stop() {
         stopping = true;
         await app.close(); // stops accepting, waits for in-flight requests
         await drainNats(nc);
         await rateLimiter.close();
-        await maintenance.stop();
-        await db.$disconnect();
+        await database.maintenance.stop();
+        await database.close();
       },
     };
   },
