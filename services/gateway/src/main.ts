@@ -1,6 +1,13 @@
 /** Gateway process entry: config, dependencies, listen; the shared process runner does ops server, NATS, signals. */
 import { Redis } from "ioredis";
-import { drainNats, natsConnected, openServiceDatabase, runReadinessChecks, runServiceProcess, watchCatalogWrites } from "@whereabouts/shared";
+import {
+  drainNats,
+  natsConnected,
+  runReadinessChecks,
+  watchCatalogWrites,
+  openServiceDatabase,
+  runServiceProcess,
+} from "@whereabouts/shared";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { buildGateway } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";

@@ -2,7 +2,20 @@
  * Asset rules: create (auto-mint, tags, read-only location by presence), read,
  * list, PATCH (merge patch with accept-if-matches echoes), rename, soft delete.
  */
-import { AssetCreateRequest, AssetPatchRequest, type AssetView, conflict, dataEnvelopeJson, type FieldError, type JsonText, listEnvelopeJson, notFound, type Page, RenameRequest, type SortKey } from "@whereabouts/shared";
+import {
+  AssetCreateRequest,
+  AssetPatchRequest,
+  conflict,
+  dataEnvelopeJson,
+  listEnvelopeJson,
+  notFound,
+  RenameRequest,
+  type AssetView,
+  type FieldError,
+  type JsonText,
+  type SortKey,
+  type Page,
+} from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
 import type { Emit, EventInput, EventPublisher } from "../events/event-outbox.ts";

@@ -3,7 +3,22 @@
  * PATCH (merge patch, re-parenting with cycle refusal), rename, soft delete
  * (blocked by live descendants, then by placed assets), and the tree views.
  */
-import { conflict, dataEnvelopeJson, type FieldError, fieldError, type JsonText, listEnvelopeJson, LocationCreateRequest, LocationPatchRequest, type LocationView, notFound, type Page, RenameRequest, type SortKey, ValidationError } from "@whereabouts/shared";
+import {
+  conflict,
+  dataEnvelopeJson,
+  fieldError,
+  listEnvelopeJson,
+  LocationCreateRequest,
+  LocationPatchRequest,
+  notFound,
+  RenameRequest,
+  ValidationError,
+  type FieldError,
+  type JsonText,
+  type LocationView,
+  type SortKey,
+  type Page,
+} from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
 import type { EventInput, EventPublisher } from "../events/event-outbox.ts";

@@ -5,7 +5,21 @@
  * default (409 otherwise). Every change is a `scan_point.*` catalog event,
  * which tracking's replica resolves scans through.
  */
-import { conflict, dataEnvelopeJson, type FieldError, fieldError, type JsonText, listEnvelopeJson, notFound, type Page, ScanPointCreateRequest, ScanPointPatchRequest, type ScanPointView, type SortKey, ValidationError } from "@whereabouts/shared";
+import {
+  conflict,
+  dataEnvelopeJson,
+  fieldError,
+  listEnvelopeJson,
+  notFound,
+  ScanPointCreateRequest,
+  ScanPointPatchRequest,
+  ValidationError,
+  type FieldError,
+  type JsonText,
+  type ScanPointView,
+  type SortKey,
+  type Page,
+} from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
 import type { EventPublisher } from "../events/event-outbox.ts";
 import { resolveParent } from "../locations/location-store.ts";
