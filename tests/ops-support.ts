@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import path from "node:path";
 import { DEFAULT_DATABASE_URL, repoRoot } from "@whereabouts/shared";
-import { eventually, freePort } from "@whereabouts/shared/testing";
+import { eventually, freePort, within } from "@whereabouts/shared/testing";
 
 export type ProcessName = "gateway" | "catalog" | "tracking" | "reporting";
 
@@ -107,19 +107,8 @@ export async function waitForReadiness(proc: ServiceProcess, status: 200 | 503, 
 }
 
 /** Resolves with the exit, or rejects after `timeoutMs`. */
-export async function exitWithin(proc: ServiceProcess, timeoutMs: number) {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      proc.exit,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${proc.name} still running after ${timeoutMs} ms:\n${proc.output().slice(-4000)}`)), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export const exitWithin = (proc: ServiceProcess, timeoutMs: number) =>
+  within(proc.exit, timeoutMs, () => `${proc.name} still running after ${timeoutMs} ms:\n${proc.output().slice(-4000)}`);
 
 export interface MetricSample {
   name: string;

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEventPublisher, type EventPublisher } from "../services/reporting/src/testing/event-fixtures.ts";
+import { eventually } from "@whereabouts/shared/testing";
 import { startStack, type Stack } from "./harness.ts";
 
 let stack: Stack;
@@ -135,8 +136,11 @@ describe("rows", () => {
     const before = (await report(a.auth, "asset_id=11&asset_id=12")).json().data;
     expect(before.map((r: { asset_id: number }) => r.asset_id)).toEqual([12, 11]);
     expect(before[1]).toMatchObject({ location_id: 106, location_external_key: "TEMP-6" });
-    await new Promise((r) => setTimeout(r, Date.parse(soon) - Date.now() + 50));
-    const after = (await report(a.auth, "asset_id=11&asset_id=12")).json().data;
+    // No write happens; polling until the instant has passed and the report shows it.
+    const after = await eventually(async () => {
+      const data = (await report(a.auth, "asset_id=11&asset_id=12")).json().data;
+      return Date.now() > Date.parse(soon) && data.length === 1 ? data : undefined;
+    }, 15_000);
     expect(after).toEqual([expect.objectContaining({ asset_id: 11, location_id: null, location_external_key: null })]);
     // Leave the shared fixture as it was for the other tests.
     await pubA.asset({ id: 11, key: "TEMP-ASSET-11", deletedAt: PAST, version: 2 });

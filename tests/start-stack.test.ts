@@ -7,13 +7,12 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listMigrations, migrationsDir, repoRoot } from "@whereabouts/shared";
-import { createTestDatabase, freePort, startTestNats, type TestDatabase, type TestNats } from "@whereabouts/shared/testing";
+import { createTestDatabase, eventually, freePort, startTestNats, type TestDatabase, type TestNats } from "@whereabouts/shared/testing";
 import { SCHEMAS } from "../scripts/migrate.ts";
-import { childPids } from "./start-support.ts";
+import { childPids, waitReady } from "./start-support.ts";
 
 /** A database name that does not exist yet (created, then dropped, by the fixture). */
 async function freshDatabaseUrl(label: string): Promise<TestDatabase> {
@@ -116,19 +115,9 @@ describe("npm start", () => {
     });
     const base = `http://127.0.0.1:${port}`;
 
-    const deadline = Date.now() + 90_000;
-    let ready: Response | undefined;
-    while (Date.now() < deadline && started.child.exitCode === null) {
-      try {
-        ready = await fetch(`${base}/readyz`);
-        if (ready.status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      await sleep(250);
-    }
-    expect(ready?.status, started.output()).toBe(200);
-    expect(await ready!.json()).toEqual({ status: "ready", checks: { nats: true, catalog: true, tracking: true, reporting: true } });
+    expect(await waitReady(base, started, 90_000), started.output()).toBe(200);
+    const ready = await fetch(`${base}/readyz`);
+    expect(await ready.json()).toEqual({ status: "ready", checks: { nats: true, catalog: true, tracking: true, reporting: true } });
 
     const health = await fetch(`${base}/healthz`);
     expect(health.status).toBe(200);
@@ -157,7 +146,7 @@ describe("npm start", () => {
     // The services were waited for; helpers die with their parent.
     for (const pid of services) expect(alive(pid), `${cmdline(pid)} still running`).toBe(false);
     const others = pids.filter((pid) => !services.includes(pid));
-    for (let i = 0; i < 40 && others.some(alive); i++) await sleep(50);
+    await eventually(async () => (others.some(alive) ? undefined : true), 2000).catch(() => undefined);
     for (const pid of others) expect(alive(pid), `${cmdline(pid)} still running`).toBe(false);
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();
   });

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_DATABASE_URL, dropDatabase, ensureDatabase, repoRoot } from "@whereabouts/shared";
+import { eventually, within } from "@whereabouts/shared/testing";
 
 export interface Run {
   child: ChildProcess;
@@ -42,32 +43,22 @@ export function runScript(script: string, env: NodeJS.ProcessEnv, args: string[]
 
 /** Polls `<base>/readyz` until 200, the process exits, or the deadline passes; returns the last status. */
 export async function waitReady(base: string, run: Run, timeoutMs: number): Promise<number | undefined> {
-  const deadline = Date.now() + timeoutMs;
   let status: number | undefined;
-  while (Date.now() < deadline && run.child.exitCode === null) {
-    try {
-      status = (await fetch(`${base}/readyz`)).status;
-      if (status === 200) return status;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await eventually(
+    async () => {
+      if (run.child.exitCode !== null) return false;
+      status = (await fetch(`${base}/readyz`)).status; // throws while not listening yet
+      return status === 200 ? true : undefined;
+    },
+    timeoutMs,
+    250,
+  ).catch(() => undefined);
   return status;
 }
 
 /** Resolves with the exit, or rejects when the process is still running at the deadline. */
-export async function exitWithin(run: Run, timeoutMs: number): Promise<{ code: number | null; signal: string | null }> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      run.exit,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still running after ${timeoutMs} ms:\n${run.output()}`)), timeoutMs))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export const exitWithin = (run: Run, timeoutMs: number): Promise<{ code: number | null; signal: string | null }> =>
+  within(run.exit, timeoutMs, () => `still running after ${timeoutMs} ms:\n${run.output()}`);
 
 /** Direct children of a process (Linux /proc). */
 export function childPids(pid: number): number[] {

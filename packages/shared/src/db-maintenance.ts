@@ -10,6 +10,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import { quoteIdent } from "./db.ts";
+import { startPeriodic } from "./periodic.ts";
 import { checkout } from "./sql.ts";
 
 /** ANALYZE every table of `schema` (cheap on small tables; sampled on large ones). */
@@ -86,9 +87,6 @@ export function startDbMaintenance(options: {
   const { pool, schema, logger } = options;
   const intervalMs = options.intervalMs ?? 15_000;
   let warned = false;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
 
   const pass = async () => {
     if (await autovacuumEnabled(pool)) return;
@@ -113,25 +111,11 @@ export function startDbMaintenance(options: {
     }
   };
 
-  const schedule = (delay: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass()
-        .catch((err: unknown) => logger.warn({ err, schema }, "table maintenance failed; will retry"))
-        .finally(() => {
-          running = undefined;
-          schedule(intervalMs);
-        });
-    }, delay);
-    timer.unref();
-  };
-  // The first pass soon after start: a service may boot on a freshly imported database.
-  schedule(Math.min(intervalMs, 1000));
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  return startPeriodic({
+    everyMs: intervalMs,
+    // The first pass soon after start: a service may boot on a freshly imported database.
+    firstAfterMs: Math.min(intervalMs, 1000),
+    round: pass,
+    onError: (err) => logger.warn({ err, schema }, "table maintenance failed; will retry"),
+  });
 }

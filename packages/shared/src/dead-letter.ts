@@ -39,17 +39,26 @@ export async function publishDeadLetter(js: JetStreamClient, letter: DeadLetter)
   await js.publish(letter.subject, letter.origin.data, { headers: h, msgID: letter.msgId });
 }
 
+/** The one path for a message a consumer cannot use: onto its dead-letter stream with the reason, then terminated. */
+export async function deadLetterAndTerm(js: JetStreamClient, letter: DeadLetter, msg: JsMsg): Promise<void> {
+  await publishDeadLetter(js, letter);
+  msg.term();
+}
+
 /** Why an event consumer refused a message. */
 export type EventRefusal = "malformed_event" | "apply_failed" | "delivery_limit";
 
 /** A consumed event this durable cannot use: onto DEAD_LETTERS with the reason, then terminated. */
 export async function deadLetterEvent(js: JetStreamClient, durable: string, msg: JsMsg, reason: EventRefusal, detail: string): Promise<void> {
-  await publishDeadLetter(js, {
-    subject: deadLetterSubject(durable),
-    msgId: `dl:${durable}:${msg.info.stream}:${msg.seq}`,
-    origin: { subject: msg.subject, seq: msg.seq, data: msg.data },
-    reason,
-    detail,
-  });
-  msg.term();
+  await deadLetterAndTerm(
+    js,
+    {
+      subject: deadLetterSubject(durable),
+      msgId: `dl:${durable}:${msg.info.stream}:${msg.seq}`,
+      origin: { subject: msg.subject, seq: msg.seq, data: msg.data },
+      reason,
+      detail,
+    },
+    msg,
+  );
 }

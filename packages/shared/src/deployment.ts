@@ -18,6 +18,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { quoteIdent } from "./db.ts";
 import { pooledUlid } from "./random.ts";
+import { toWireTimestamp } from "./rules/instant.ts";
 import { sqlStateOf } from "./sql.ts";
 import { DATA_STREAMS, STREAM_PREFIX, STREAMS } from "./subjects.ts";
 
@@ -65,7 +66,7 @@ async function readRow(client: pg.ClientBase, schema: string): Promise<Deploymen
     `SELECT deployment_id, created_at FROM ${quoteIdent(schema)}.deployment`,
   );
   const row = rows[0];
-  return row && { deployment_id: row.deployment_id, created_at: row.created_at.toISOString() };
+  return row && { deployment_id: row.deployment_id, created_at: toWireTimestamp(row.created_at) };
 }
 
 /** The deployment this schema belongs to; DeploymentMissingError when it has none yet. */
@@ -190,7 +191,7 @@ export async function bindDeployment(nc: NatsConnection, deploymentId: string, o
     const info = await jsm.streams.info(name).catch(() => undefined);
     if (info && info.state.messages > 0) adoptedStreams.push(name);
   }
-  const record: DeploymentRecord = { deployment_id: deploymentId, created_at: new Date().toISOString() };
+  const record: DeploymentRecord = { deployment_id: deploymentId, created_at: toWireTimestamp(new Date()) };
   try {
     // Written only if nothing is there yet: of two stacks claiming at once, one wins.
     await jetstream(nc).publish(DEPLOYMENT_SUBJECT, JSON.stringify(record), { expect: { lastSubjectSequence: 0 } });

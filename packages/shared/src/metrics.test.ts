@@ -12,10 +12,10 @@ import { AppError } from "./errors.ts";
 import { createLogger } from "./logger.ts";
 import { createMetrics, readMetric } from "./metrics.ts";
 import { callRpc, connectNats, encodeJson, ensureStreams, messageHeaders, serveRpc, type NatsConnection } from "./nats.ts";
-import { HEADER_TRACEPARENT, type RpcRequest } from "./rpc.ts";
+import { HEADER_TRACEPARENT } from "./rpc.ts";
 import { startService } from "./service.ts";
 import { STREAMS } from "./subjects.ts";
-import { eventually, readDeadLetters, startTestNats, type TestNats } from "./testing/index.ts";
+import { eventually, readDeadLetters, startTestNats, testRpcRequest, type TestNats } from "./testing/index.ts";
 import { parseTraceparent } from "./tracing.ts";
 
 const logger = createLogger("test", "silent");
@@ -23,16 +23,7 @@ let nats: TestNats;
 let server: NatsConnection;
 let client: NatsConnection;
 
-const request = (overrides: Partial<RpcRequest> = {}): RpcRequest => ({
-  request_id: "req-1",
-  principal: { key_id: 1, org_id: 1, scopes: [] },
-  method: "GET",
-  route: "/api/v1/assets",
-  path: "/api/v1/assets",
-  params: {},
-  query: {},
-  ...overrides,
-});
+const request = testRpcRequest;
 
 /** A pino logger whose lines are collected as objects. */
 function capturingLogger() {

@@ -15,24 +15,15 @@ import {
   type NatsConnection,
 } from "./nats.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { JsonText, type RpcRequest } from "./rpc.ts";
-import { eventually, startTestNats, type TestNats } from "./testing/index.ts";
+import { JsonText } from "./rpc.ts";
+import { eventually, startTestNats, testRpcRequest, type TestNats } from "./testing/index.ts";
 
 const logger = createLogger("test", "silent");
 let nats: TestNats;
 let server: NatsConnection;
 let client: NatsConnection;
 
-const request = (overrides: Partial<RpcRequest> = {}): RpcRequest => ({
-  request_id: "req-1",
-  principal: { key_id: 1, org_id: 1, scopes: [] },
-  method: "GET",
-  route: "/api/v1/assets",
-  path: "/api/v1/assets",
-  params: {},
-  query: {},
-  ...overrides,
-});
+const request = testRpcRequest;
 
 async function errorOf(promise: Promise<unknown>): Promise<AppError> {
   try {

@@ -26,7 +26,7 @@
  */
 import pg from "pg";
 import { createPool } from "./db.ts";
-import { checkout, statementName } from "./sql.ts";
+import { checkout, rollbackFailed, statementName } from "./sql.ts";
 
 /** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */
 export interface SqlRunner {
@@ -198,9 +198,7 @@ export function createSqlClient(connection: string | pg.Pool, options: SqlClient
         await client.query("COMMIT");
         return result;
       } catch (err) {
-        await client.query("ROLLBACK").catch((rollbackErr: unknown) => {
-          broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
-        });
+        broken = await rollbackFailed(client);
         throw err;
       } finally {
         clearTimeout(timer);

@@ -66,6 +66,16 @@ export async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
   return client;
 }
 
+/** ROLLBACK of a failed transaction; returns the rollback's own failure, with which the connection is released (destroyed). */
+export async function rollbackFailed(client: { query(sql: string): Promise<unknown> }): Promise<Error | undefined> {
+  try {
+    await client.query("ROLLBACK");
+    return undefined;
+  } catch (rollbackErr) {
+    return rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+  }
+}
+
 /**
  * Runs `work` in a transaction on one pooled connection: COMMIT when it
  * resolves, ROLLBACK when it throws (the error is rethrown). A connection
@@ -80,9 +90,7 @@ export async function sqlTransaction<T>(pool: pg.Pool, work: (tx: SqlTx) => Prom
     await client.query("COMMIT");
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch((rollbackErr: unknown) => {
-      broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
-    });
+    broken = await rollbackFailed(client);
     throw err;
   } finally {
     client.release(broken);

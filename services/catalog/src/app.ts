@@ -3,8 +3,7 @@ import { jetstream } from "@nats-io/jetstream";
 import {
   createMetrics,
   announceCatalogWrite,
-  createPool,
-  startDbMaintenance,
+  openServiceDatabase,
   startService,
   type Logger,
   type Metrics,
@@ -50,8 +49,8 @@ export function jetStreamPublisher(nc: NatsConnection): PublishFn {
 export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
   const { nc, logger } = deps;
   const metrics = deps.metrics ?? createMetrics({ service: "catalog" });
-  const pool = createPool(deps.databaseUrl, deps.poolSize ?? 10);
-  const db = pool;
+  const database = openServiceDatabase({ schema: "catalog", url: deps.databaseUrl, max: deps.poolSize ?? 10, metrics, logger });
+  const db = database.pool;
   const events = createEventPublisher({
     db,
     publish: deps.publish ?? jetStreamPublisher(nc),
@@ -59,7 +58,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
     logger,
     relayIntervalMs: deps.relayIntervalMs ?? 5000,
   });
-  const unwatch = [metrics.watchPool("catalog", pool), metrics.watchOutbox("catalog", () => events.backlog())];
+  const unwatchOutbox = metrics.watchOutbox("catalog", () => events.backlog());
   const consumer = await startPositionConsumer({ nc, db, logger, metrics });
   // Whatever a previous run committed but did not publish goes out first.
   await events.start();
@@ -84,9 +83,9 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
       ...scanPointHandlers(scanPoints),
       ...bulkHandlers({ db, store: async () => uploads, jobQueued: () => jobs.poke() }),
     },
-    workers: [consumer, jobs, { stop: () => events.stop() }, startDbMaintenance({ pool, schema: "catalog", logger })],
-    close: [async () => unwatch.forEach((stop) => stop()), () => pool.end()],
+    workers: [consumer, jobs, { stop: () => events.stop() }, database.maintenance],
+    close: [async () => unwatchOutbox(), database.close],
     metrics,
-    readinessChecks: { database: () => pool.query("SELECT 1") },
+    readinessChecks: { database: database.ping },
   });
 }

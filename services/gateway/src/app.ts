@@ -18,11 +18,13 @@ import {
   createMetrics,
   forbidden,
   formatTraceparent,
+  isOrgsMePath,
   natsConnected,
   newRequestId,
   notFound,
   parsePathId,
   pingService,
+  requireOrg,
   rpcSubject,
   serviceUnavailable,
   SERVICES,
@@ -312,13 +314,7 @@ export async function buildGateway(deps: GatewayDeps) {
     if (operation.scope && !principal.scopes.includes(operation.scope)) {
       throw forbidden(`This operation requires the ${operation.scope} scope`);
     }
-    if (principal.org_id === null) {
-      // The spec's 422 is for orgs/me; its settings (EXTENSIONS.md section 5) are the same resource's.
-      if (route.path === "/api/v1/orgs/me" || route.path.startsWith("/api/v1/orgs/me/")) {
-        throw new AppError("missing_org_context", "The API key has no organization context");
-      }
-      throw forbidden("The API key has no organization context");
-    }
+    requireOrg(principal, isOrgsMePath(route.path) ? "orgs/me" : "other");
     const params = request.params as Record<string, string>;
     const fields: FieldError[] = [];
     for (const name of route.params) {

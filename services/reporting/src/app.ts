@@ -3,8 +3,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import {
   createConsistencyGate,
   createMetrics,
-  createPool,
-  startDbMaintenance,
+  openServiceDatabase,
   startService,
   type Logger,
   type Metrics,
@@ -19,7 +18,6 @@ import { createReportService } from "./report/report-service.ts";
 import { createReportStore } from "./report/report-store.ts";
 import { startRollupTransitions } from "./summary/rollup-transitions.ts";
 import { createSummaryService } from "./summary/summary-service.ts";
-import { createReportingDb } from "./reporting-db.ts";
 import { startWebhookDispatcher } from "./webhooks/dispatcher.ts";
 import { startAlertWorker } from "./alerts/alert-service.ts";
 import { createTargetGuard } from "./webhooks/target-guard.ts";
@@ -52,9 +50,9 @@ export interface ReportingDeps {
 
 export async function startReporting(deps: ReportingDeps): Promise<RunningService> {
   const metrics = deps.metrics ?? createMetrics({ service: "reporting" });
-  const pool = createPool(deps.databaseUrl, deps.dbPoolMax ?? 10);
-  const db = createReportingDb(pool);
-  const unwatchPool = metrics.watchPool("reporting", pool);
+  // Not prepared: reporting-db.ts says why.
+  const database = openServiceDatabase({ schema: "reporting", url: deps.databaseUrl, max: deps.dbPoolMax ?? 10, metrics, logger: deps.logger, prepare: false });
+  const { pool, sql: db } = database;
   const jsm = await jetstreamManager(deps.nc);
   const events = deps.events ?? {};
   const guard = createTargetGuard(events.allowPrivateTargets ?? false);
@@ -90,10 +88,10 @@ export async function startReporting(deps: ReportingDeps): Promise<RunningServic
       startAlertWorker({ db, logger: deps.logger.child({ worker: "alerts" }), metrics, pollMs: events.alertPollMs, queued: () => dispatcher.poke() }),
       startEventRetention({ db, retentionS, logger: deps.logger, everyMs: events.retentionEveryMs }),
       startRollupTransitions({ db, logger: deps.logger.child({ worker: "rollup-transitions" }), everyMs: deps.rollupEveryMs }),
-      startDbMaintenance({ pool, schema: "reporting", logger: deps.logger }),
+      database.maintenance,
     ],
-    close: [async () => unwatchPool(), () => db.$disconnect()],
+    close: [database.close],
     metrics,
-    readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },
+    readinessChecks: { database: database.ping },
   });
 }

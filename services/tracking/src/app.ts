@@ -3,8 +3,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
   createConsistencyGate,
   createMetrics,
-  createPool,
-  startDbMaintenance,
+  openServiceDatabase,
   DURABLES,
   runBatchConsumer,
   startService,
@@ -16,7 +15,6 @@ import {
   type RunningService,
 } from "@whereabouts/shared";
 import { runIsolated } from "./db/batch-isolation.ts";
-import { createTrackingClient } from "./db/tracking-db.ts";
 import { scanStatusHandler } from "./handlers/scan-status-handler.ts";
 import { historyListHandler } from "./handlers/history-handler.ts";
 import { metricsHandler, startCounterLog } from "./handlers/metrics-handler.ts";
@@ -70,9 +68,8 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
   const { nc, logger } = deps;
   const options = { ...DEFAULT_TRACKING_OPTIONS, ...deps.options };
   const metrics = deps.metrics ?? createMetrics({ service: "tracking" });
-  const pool = createPool(deps.databaseUrl, options.dbPoolSize);
-  const db = createTrackingClient(pool);
-  const unwatchPool = metrics.watchPool("tracking", pool);
+  const database = openServiceDatabase({ schema: "tracking", url: deps.databaseUrl, max: options.dbPoolSize, metrics, logger });
+  const { pool, sql: db } = database;
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const catchUp = () =>
@@ -138,10 +135,10 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
       catalogWorker,
       summary,
       startHistoryRetention({ pool, logger, metrics, everyMs: options.retentionIntervalMs }),
-      startDbMaintenance({ pool, schema: "tracking", logger }),
+      database.maintenance,
     ],
-    close: [async () => unwatchPool(), () => db.$disconnect()],
+    close: [database.close],
     metrics,
-    readinessChecks: { database: () => db.$queryRawUnsafe("SELECT 1") },
+    readinessChecks: { database: database.ping },
   });
 }

@@ -7,6 +7,8 @@
 import { z } from "zod";
 import { TAG_TYPES } from "./common.ts";
 import { checkJsonValue } from "../json-guard.ts";
+import { externalKey } from "../rules/external-key.ts";
+import { parseInstant, rfc3339Message, sameInstant, SENTINEL_INSTANTS, toMicrosText } from "../rules/instant.ts";
 import {
   DESCRIPTION_MAX_LENGTH,
   longerThan,
@@ -16,141 +18,7 @@ import {
   TAGS_PER_CREATE_MAX,
 } from "../limits.ts";
 
-/* ------------------------------------------------------------ external keys */
-
-export const EXTERNAL_KEY_MAX = 255;
-export const EXTERNAL_KEY_PATTERN = /^[A-Za-z0-9-]+$/;
-
-export interface ValueProblem {
-  code: "too_short" | "too_long" | "invalid_value";
-  message: string;
-  params?: Record<string, unknown>;
-}
-
-/** The external_key value rules; `field` names the key, body field or filter. */
-export function externalKeyProblem(field: string, value: string): ValueProblem | undefined {
-  if (value.trim() === "") {
-    return { code: "too_short", message: `${field} must not be empty or whitespace`, params: { min_length: 1 } };
-  }
-  if (value.length > EXTERNAL_KEY_MAX) {
-    return {
-      code: "too_long",
-      message: `${field} must be at most ${EXTERNAL_KEY_MAX} characters`,
-      params: { max_length: EXTERNAL_KEY_MAX },
-    };
-  }
-  if (!EXTERNAL_KEY_PATTERN.test(value)) {
-    return {
-      code: "invalid_value",
-      message: `${field} may contain only ASCII letters, digits and hyphens`,
-      params: { pattern: EXTERNAL_KEY_PATTERN.source },
-    };
-  }
-  return undefined;
-}
-
 type Ctx = z.core.$RefinementCtx<string>;
-
-function addProblem(ctx: Ctx, problem: ValueProblem): void {
-  if (problem.code === "too_short") {
-    ctx.addIssue({ code: "too_small", origin: "string", minimum: 1, inclusive: true, message: problem.message });
-  } else if (problem.code === "too_long") {
-    ctx.addIssue({ code: "too_big", origin: "string", maximum: EXTERNAL_KEY_MAX, inclusive: true, message: problem.message });
-  } else {
-    ctx.addIssue({ code: "custom", message: problem.message });
-  }
-}
-
-export const externalKey = (field: string) =>
-  z
-    .string()
-    .superRefine((value, ctx) => {
-      const problem = externalKeyProblem(field, value);
-      if (problem) addProblem(ctx, problem);
-    })
-    .meta({ minLength: 1, maxLength: EXTERNAL_KEY_MAX, pattern: EXTERNAL_KEY_PATTERN.source });
-
-/* --------------------------------------------------------------- timestamps */
-
-/** RFC 3339 date-time: full date, `T`, full time, any fraction, Z or ±hh:mm. */
-const RFC3339_PARTS = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
-
-/** An instant: whole seconds since the epoch plus nanoseconds (0..999999999). */
-export interface InstantNs {
-  seconds: number;
-  nanos: number;
-}
-
-const daysInMonth = (y: number, m: number) =>
-  m === 2 ? (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(m) ? 30 : 31;
-
-/** Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm). */
-function daysFromCivil(y: number, m: number, d: number): number {
-  const yy = m <= 2 ? y - 1 : y;
-  const era = Math.floor(yy / 400);
-  const yoe = yy - era * 400;
-  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
-  return era * 146097 + doe - 719468;
-}
-
-function civilFromDays(z0: number): [number, number, number] {
-  const zz = z0 + 719468;
-  const era = Math.floor(zz / 146097);
-  const doe = zz - era * 146097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const m = mp + (mp < 10 ? 3 : -9);
-  return [yoe + era * 400 + (m <= 2 ? 1 : 0), m, d];
-}
-
-/** Parses RFC 3339 text into an instant, or undefined when it is not one. */
-export function parseInstant(text: string): InstantNs | undefined {
-  const m = RFC3339_PARTS.exec(text);
-  if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i]));
-  if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth(year!, month!)) return undefined;
-  if (hour! > 23 || minute! > 59 || second! > 59) return undefined;
-  let offset = 0;
-  if (!m[8]) {
-    const oh = Number(m[10]);
-    const om = Number(m[11]);
-    if (oh > 23 || om > 59) return undefined;
-    offset = (m[9] === "-" ? -1 : 1) * (oh * 3600 + om * 60);
-  }
-  const nanos = Number((m[7] ?? "").slice(0, 9).padEnd(9, "0"));
-  const seconds = daysFromCivil(year!, month!, day!) * 86400 + hour! * 3600 + minute! * 60 + second! - offset;
-  return { seconds, nanos };
-}
-
-export const sameInstant = (a: InstantNs, b: InstantNs) => a.seconds === b.seconds && a.nanos === b.nanos;
-
-const MIN_SECONDS = daysFromCivil(1, 1, 1) * 86400;
-const MAX_SECONDS = daysFromCivil(10000, 1, 1) * 86400 - 1;
-
-/**
- * The instant as UTC text with six fractional digits (truncated toward zero),
- * the form stored in timestamptz(6); undefined outside years 0001..9999.
- */
-export function toMicrosText(instant: InstantNs): string | undefined {
-  if (instant.seconds < MIN_SECONDS || instant.seconds > MAX_SECONDS) return undefined;
-  const days = Math.floor(instant.seconds / 86400);
-  const rest = instant.seconds - days * 86400;
-  const [y, mo, d] = civilFromDays(days);
-  const pad = (n: number, w = 2) => String(n).padStart(w, "0");
-  const time = `${pad(Math.floor(rest / 3600))}:${pad(Math.floor((rest % 3600) / 60))}:${pad(rest % 60)}`;
-  return `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${time}.${pad(Math.floor(instant.nanos / 1000), 6)}Z`;
-}
-
-/** The default-value sentinels the spec rejects: 0001-01-01T00:00:00Z and the Unix epoch. */
-export const SENTINEL_INSTANTS: InstantNs[] = [
-  { seconds: MIN_SECONDS, nanos: 0 },
-  { seconds: 0, nanos: 0 },
-];
-
-export const rfc3339Message = (field: string) => `${field} must be an RFC 3339 timestamp`;
 
 /**
  * valid_from / valid_to: RFC 3339 with any offset (converted to UTC), beyond

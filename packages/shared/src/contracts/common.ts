@@ -2,12 +2,8 @@
 import { z } from "zod";
 import { JsonText } from "../rpc.ts";
 
-/** Outbound instants: RFC 3339 UTC with exactly three fractional digits. */
+/** Outbound instants: RFC 3339 UTC with exactly three fractional digits (rules/instant.ts writes them). */
 export const Timestamp = z.string().meta({ format: "date-time", example: "2026-11-20T10:15:00.250Z" });
-
-export const toWireTimestamp = (date: Date): string => date.toISOString();
-export const toWireTimestampOrNull = (date: Date | null | undefined): string | null =>
-  date ? date.toISOString() : null;
 
 export const MAX_ID = 2147483647;
 export const Id = z.number().int().min(1).max(MAX_ID);
@@ -26,19 +22,6 @@ export function ListEnvelope<T extends z.ZodType>(item: T) {
 export type ListEnvelope<T> = { data: T[]; limit: number; offset: number; total_count: number };
 
 export const DataEnvelope = <T extends z.ZodType>(item: T) => z.object({ data: item });
-
-/**
- * The list envelope around records already rendered as JSON text (by
- * Postgres): one text per record, or the whole array as one text.
- */
-export function listEnvelopeJson(
-  items: readonly string[] | string,
-  page: { limit: number; offset: number },
-  total: number,
-): JsonText {
-  const data = typeof items === "string" ? items : `[${items.join(",")}]`;
-  return new JsonText(`{"data":${data},"limit":${page.limit},"offset":${page.offset},"total_count":${total}}`);
-}
 
 /** `{ data: <record> }` around a record already rendered as JSON text. */
 export const dataEnvelopeJson = (record: string): JsonText => new JsonText(`{"data":${record}}`);

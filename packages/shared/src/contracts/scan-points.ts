@@ -7,7 +7,8 @@
  */
 import { z } from "zod";
 import { Id, MAX_ID, Timestamp } from "./common.ts";
-import { externalKey, validityTimestamp, echoedTimestamp } from "./catalog-requests.ts";
+import { validityTimestamp, echoedTimestamp } from "./catalog-requests.ts";
+import { externalKey } from "../rules/external-key.ts";
 
 /** `<source>` of `scans.<org_id>.<source>` (the same rule the scan subject follows). */
 export const SCAN_POINT_SOURCE_PATTERN = /^[A-Za-z0-9_-]+$/;

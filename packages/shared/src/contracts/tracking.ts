@@ -1,61 +1,10 @@
 /** Tracking's wire shapes: the scan payload, history rows, position events, dead letters. */
 import { z } from "zod";
 import { Id, Timestamp } from "./common.ts";
-
-/** RFC 3339 date-time with any offset and 0..9 fractional digits. */
-export const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
-
-/** An instant with microsecond precision: epoch milliseconds plus 0..999 µs. */
-export interface MicroInstant {
-  ms: number;
-  micros: number;
-}
-
-const daysInMonth = (year: number, month: number) =>
-  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
-
-/** UTC years 1..9999: what RFC 3339 and Postgres both represent. */
-const MIN_INSTANT_MS = Date.parse("0001-01-01T00:00:00.000Z");
-const MAX_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
-
-/**
- * Parses RFC 3339 (any offset, 0..9 fractional digits) into a UTC instant,
- * truncating toward zero to microseconds. Null when the text is not RFC 3339
- * or names no real calendar instant (month 13, 30 February, hour 24, year 0)
- * or one outside UTC years 1..9999.
- */
-export function parseRfc3339(text: string): MicroInstant | null {
-  const m = RFC3339.exec(text);
-  if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
-  if (hour > 23 || minute > 59 || second > 59) return null;
-  let offsetMinutes = 0;
-  const zone = m[8]!;
-  if (zone !== "Z" && zone !== "z") {
-    const oh = Number(zone.slice(1, 3));
-    const om = Number(zone.slice(4, 6));
-    if (oh > 23 || om > 59) return null;
-    offsetMinutes = (zone[0] === "-" ? -1 : 1) * (oh * 60 + om);
-  }
-  const fraction = (m[7] ?? ".").slice(1).padEnd(6, "0").slice(0, 6);
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, Number(fraction.slice(0, 3)));
-  const ms = date.getTime() - offsetMinutes * 60_000;
-  if (!(ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS)) return null;
-  return { ms, micros: Number(fraction.slice(3, 6)) };
-}
-
-/** `YYYY-MM-DDTHH:MM:SS.ffffffZ`: what Postgres stores without rounding. */
-export function formatMicros(instant: MicroInstant): string {
-  const iso = new Date(instant.ms).toISOString();
-  return `${iso.slice(0, 23)}${String(instant.micros).padStart(3, "0")}Z`;
-}
+import { parseRfc3339, rfc3339Message } from "../rules/instant.ts";
 
 const rfc3339Instant = (field: string) =>
-  z.string().refine((text) => parseRfc3339(text) !== null, `${field} must be an RFC 3339 timestamp`);
+  z.string().refine((text) => parseRfc3339(text) !== null, rfc3339Message(field));
 
 const TagPart = {
   tag_type: z.string().min(1).max(255),

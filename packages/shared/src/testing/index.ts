@@ -16,6 +16,9 @@ import { encodeJson } from "../nats.ts";
 import { catalogEventSubject, deadLetterSubject, STREAMS } from "../subjects.ts";
 import { DLQ_DETAIL_HEADER, DLQ_REASON_HEADER, DLQ_SUBJECT_HEADER } from "../contracts/tracking.ts";
 import { dropDatabase, ensureDatabase } from "../db.ts";
+import type { RpcRequest } from "../rpc.ts";
+
+export * from "./catalog-views.ts";
 
 /**
  * A port nothing listens on, for a server a test starts later. Drawn at random
@@ -126,19 +129,32 @@ export async function startTestNats(options: { port?: number; extraArgs?: string
 
 export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const { connect } = await import("node:net");
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
+  const open = () =>
+    new Promise<true | undefined>((resolve) => {
       const socket = connect(port, "127.0.0.1");
       socket.once("connect", () => {
         socket.destroy();
         resolve(true);
       });
-      socket.once("error", () => resolve(false));
+      socket.once("error", () => resolve(undefined));
     });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
+  await eventually(open, timeoutMs).catch((err: unknown) => {
+    throw new Error(`port ${port} did not open within ${timeoutMs} ms`, { cause: err });
+  });
+}
+
+/** `promise`, or a rejection with `describe()`'s text once `timeoutMs` has passed without it settling. */
+export async function within<T>(promise: Promise<T>, timeoutMs: number, describe: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(describe())), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -211,3 +227,15 @@ export async function readDeadLetters(nc: NatsConnection, durable: string) {
     text: new TextDecoder().decode(m.data),
   }));
 }
+
+/** An RPC request envelope as the gateway sends it, for tests that call handlers over NATS. */
+export const testRpcRequest = (overrides: Partial<RpcRequest> = {}): RpcRequest => ({
+  request_id: "req-1",
+  principal: { key_id: 1, org_id: 1, scopes: [] },
+  method: "GET",
+  route: "/api/v1/assets",
+  path: "/api/v1/assets",
+  params: {},
+  query: {},
+  ...overrides,
+});

@@ -14,6 +14,7 @@ import {
   type FieldError,
   type JsonText,
   type SortKey,
+  type Page,
 } from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
@@ -29,7 +30,6 @@ import {
   type JsonObject,
 } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
-import type { Page } from "../requests/list-query.ts";
 import { ASSET_LOCATION_READ_ONLY, checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
 import {

@@ -1,9 +1,10 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
-import { unnestColumns, type AssetPositionEvent, type AssetView, type SortKey } from "@whereabouts/shared";
+import { type AssetPositionEvent, type AssetView, containsPattern, effectiveSql, microsTimestampSql, newerSql, type Page, type SortKey, unnestColumns, wireTimestampSql } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
+import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
-import { listPage, orderBy, type Page } from "../requests/list-query.ts";
+import { listPage, orderBy } from "../requests/list-query.ts";
 
 /** An asset row `a` with its position and location `l` joined at read time (any state: the pair invariant). */
 const JOIN_LOCATION = `LEFT JOIN catalog.asset_positions ap ON ap.asset_id = a.id
@@ -18,13 +19,13 @@ const VIEW = `json_build_object(
   'description', a.description,
   'is_active', a.is_active,
   'metadata', a.metadata,
-  'valid_from', ${wireTs("a.valid_from")},
-  'valid_to', ${wireTs("a.valid_to")},
+  'valid_from', ${wireTimestampSql("a.valid_from")},
+  'valid_to', ${wireTimestampSql("a.valid_to")},
   'location_id', l.id,
   'location_external_key', l.external_key,
-  'created_at', ${wireTs("a.created_at")},
-  'updated_at', ${wireTs("a.updated_at")},
-  'deleted_at', ${wireTs("a.deleted_at")},
+  'created_at', ${wireTimestampSql("a.created_at")},
+  'updated_at', ${wireTimestampSql("a.updated_at")},
+  'deleted_at', ${wireTimestampSql("a.deleted_at")},
   'tags', ${embeddedTags("asset", "a")})`;
 
 export interface AssetState {
@@ -49,7 +50,7 @@ export async function findAsset(db: Db, orgId: number, id: number): Promise<stri
 export async function lockAsset(db: Db, orgId: number, id: number, mode: "UPDATE" | "SHARE" = "UPDATE") {
   return queryOne<AssetState>(
     db,
-    `SELECT ${VIEW} AS view, a.version, ${microsTs("a.valid_from")} AS valid_from_us, ${microsTs("a.valid_to")} AS valid_to_us
+    `SELECT ${VIEW} AS view, a.version, ${microsTimestampSql("a.valid_from")} AS valid_from_us, ${microsTimestampSql("a.valid_to")} AS valid_to_us
        FROM ${byId("$2", mode)} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
     [orgId, id],
   );
@@ -155,39 +156,13 @@ const CASTS: Record<keyof AssetChanges, string> = {
   valid_to: "::timestamptz",
 };
 
-/** Applies real changes: advances updated_at and the version. */
-export async function updateAsset(db: Db, orgId: number, id: number, changes: AssetChanges): Promise<void> {
-  const p = new Params([orgId, id]);
-  const sets = Object.entries(changes).map(([column, value]) => {
-    const v = column === "metadata" ? JSON.stringify(value) : value;
-    return `${column} = ${p.add(v)}${CASTS[column as keyof AssetChanges]}`;
-  });
-  await execute(
-    db,
-    `UPDATE catalog.assets SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
-      WHERE org_id = $1 AND id = $2`,
-    p.values,
-  );
-}
+/** Applies real changes: advances updated_at and the version (metadata as JSON). */
+export const updateAsset = (db: Db, orgId: number, id: number, changes: AssetChanges): Promise<void> =>
+  updateRecord(db, "catalog.assets", orgId, id, changes.metadata === undefined ? changes : { ...changes, metadata: JSON.stringify(changes.metadata) }, CASTS);
 
-export async function renameAsset(db: Db, orgId: number, id: number, externalKey: string): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.assets SET external_key = $3, updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id, externalKey],
-  );
-}
+export const renameAsset = (db: Db, orgId: number, id: number, externalKey: string) => renameRecord(db, "catalog.assets", orgId, id, externalKey);
 
-export async function softDeleteAsset(db: Db, orgId: number, id: number): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.assets
-        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id],
-  );
-}
+export const softDeleteAsset = (db: Db, orgId: number, id: number) => softDeleteRecord(db, "catalog.assets", orgId, id);
 
 /* ------------------------------------------------------------------ lists */
 
@@ -205,7 +180,7 @@ export interface AssetFilters {
 
 function where(p: Params, orgId: number, f: AssetFilters): string[] {
   const org = p.add(orgId);
-  const conds = [`a.org_id = ${org}`, effective("a")];
+  const conds = [`a.org_id = ${org}`, effectiveSql("a")];
   if (!f.includeDeleted) conds.push("a.deleted_at IS NULL");
   if (f.externalKeys.length) conds.push(`a.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
   if (f.locationIds.length) {
@@ -295,7 +270,7 @@ export async function applyPositions(db: Db, events: AssetPositionEvent[]): Prom
       ORDER BY n.asset_id
      ON CONFLICT (asset_id) DO UPDATE
         SET location_id = excluded.location_id, observed_at = excluded.observed_at, seq = excluded.seq
-      WHERE (p.observed_at, p.seq) < (excluded.observed_at, excluded.seq)`,
+      WHERE ${newerSql({ at: "p.observed_at", seq: "p.seq" }, { at: "excluded.observed_at", seq: "excluded.seq" })}`,
     unnestColumns(events, "org_id", "asset_id", "location_id", "observed_at", "seq"),
   );
 }

@@ -1,21 +1,13 @@
 /**
- * SQL pieces shared by the catalog's queries: wire timestamps, the
- * currently-effective predicate, embedded tags, and ILIKE patterns. Records are
- * rendered as JSON by Postgres, so pages never round-trip through row objects.
+ * SQL pieces shared by the catalog's queries: embedded tags, record views,
+ * the q search (wire timestamps, the currently-effective predicate and LIKE
+ * escaping are the shared rules'). Records are rendered as JSON by Postgres,
+ * so pages never round-trip through row objects.
  */
-
-/** Outbound instant: UTC, exactly three fractional digits (truncated), `Z`. */
-export const wireTs = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-/** The stored microsecond form, for exact comparisons of validity bounds. */
-export const microsTs = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
-/** The currently-effective predicate of the spec's states table. */
-export const effective = (alias: string) =>
-  `(${alias}.valid_from <= now() AND (${alias}.valid_to IS NULL OR ${alias}.valid_to > now()))`;
+import { effectiveSql, wireTimestampSql } from "@whereabouts/shared";
 
 /** Live, active and currently effective: the tags a record embeds and q searches. */
-export const visibleTag = (alias: string) => `(${alias}.deleted_at IS NULL AND ${alias}.is_active AND ${effective(alias)})`;
+export const visibleTag = (alias: string) => `(${alias}.deleted_at IS NULL AND ${alias}.is_active AND ${effectiveSql(alias)})`;
 
 /** The next updated_at: now to the millisecond, and always later than before. */
 export const nextUpdatedAt = (alias = "") => {
@@ -31,10 +23,10 @@ export const tagViewJson = (t: string) => `json_build_object(
   'tag_type', ${t}.tag_type,
   'value', ${t}.value,
   'is_active', ${t}.is_active,
-  'valid_from', ${wireTs(`${t}.valid_from`)},
-  'valid_to', ${wireTs(`${t}.valid_to`)},
-  'created_at', ${wireTs(`${t}.created_at`)},
-  'updated_at', ${wireTs(`${t}.updated_at`)})`;
+  'valid_from', ${wireTimestampSql(`${t}.valid_from`)},
+  'valid_to', ${wireTimestampSql(`${t}.valid_to`)},
+  'created_at', ${wireTimestampSql(`${t}.created_at`)},
+  'updated_at', ${wireTimestampSql(`${t}.updated_at`)})`;
 
 /** A tag as events carry it (TagRecord): the view plus owner and soft-delete state. */
 export const tagRecordJson = (t: string) => `json_build_object(
@@ -42,13 +34,13 @@ export const tagRecordJson = (t: string) => `json_build_object(
   'tag_type', ${t}.tag_type,
   'value', ${t}.value,
   'is_active', ${t}.is_active,
-  'valid_from', ${wireTs(`${t}.valid_from`)},
-  'valid_to', ${wireTs(`${t}.valid_to`)},
-  'created_at', ${wireTs(`${t}.created_at`)},
-  'updated_at', ${wireTs(`${t}.updated_at`)},
+  'valid_from', ${wireTimestampSql(`${t}.valid_from`)},
+  'valid_to', ${wireTimestampSql(`${t}.valid_to`)},
+  'created_at', ${wireTimestampSql(`${t}.created_at`)},
+  'updated_at', ${wireTimestampSql(`${t}.updated_at`)},
   'owner_type', ${t}.owner_type,
   'owner_id', ${t}.owner_id,
-  'deleted_at', ${wireTs(`${t}.deleted_at`)})`;
+  'deleted_at', ${wireTimestampSql(`${t}.deleted_at`)})`;
 
 export type OwnerType = "asset" | "location";
 
@@ -79,9 +71,6 @@ export const embeddedTags = (ownerType: OwnerType, owner: string) => `COALESCE((
  */
 export const rowById = (table: string, idParam: string, lock?: "UPDATE" | "SHARE") =>
   `(SELECT * FROM ${table} WHERE id = ${idParam} OFFSET 0${lock ? ` FOR ${lock}` : ""})`;
-
-/** An ILIKE pattern matching `text` anywhere, with its wildcards escaped. */
-export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export const SORT_DIRECTION = (descending: boolean) => (descending ? "DESC" : "ASC");
 

@@ -10,6 +10,7 @@ import {
   type CatalogEvent,
   currentDeadline,
   newEventId,
+  toWireTimestamp,
   type AssetView,
   type CatalogVerb,
   type LocationView,
@@ -68,7 +69,7 @@ function buildEvent(input: EventInput): BuiltEvent {
     entity_id: input.data.id,
     entity_version: input.version,
     verb: input.verb,
-    occurred_at: new Date().toISOString(),
+    occurred_at: toWireTimestamp(new Date()),
     data: input.data,
   } as CatalogEvent; // the union narrows by entity, which TypeScript cannot follow through EventInput
   return {

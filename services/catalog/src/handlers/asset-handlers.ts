@@ -1,14 +1,14 @@
 /** RPC endpoints `catalog.asset.*` (routes in the gateway's route table). */
-import { QueryReader, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
+import { exclusivePair, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
 import { ASSET_SORT_FIELDS, type AssetFilters } from "../assets/asset-store.ts";
 import type { AssetService } from "../assets/asset-service.ts";
-import { checkPair, readKeyFilter, readQ } from "../requests/list-query.ts";
+import { readQ } from "../requests/list-query.ts";
 import type { TagService } from "../tags/tag-service.ts";
 import { noContent, ok, orgOf, pathId } from "./rpc-support.ts";
 
 export function readAssetQuery(request: RpcRequest) {
   const reader = new QueryReader(request.query);
-  checkPair(reader, "location_id", "location_external_key");
+  exclusivePair(reader, "location_id", "location_external_key");
   const filters: AssetFilters = {
     externalKeys: readKeyFilter(reader, "external_key"),
     locationIds: reader.ids("location_id"),

@@ -1,14 +1,14 @@
 /** RPC endpoints `catalog.location.*` (routes in the gateway's route table). */
-import { QueryReader, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
+import { exclusivePair, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
 import { LOCATION_SORT_FIELDS, type LocationFilters, type TreeView } from "../locations/location-store.ts";
 import type { LocationService } from "../locations/location-service.ts";
-import { checkPair, readKeyFilter, readQ } from "../requests/list-query.ts";
+import { readQ } from "../requests/list-query.ts";
 import type { TagService } from "../tags/tag-service.ts";
 import { noContent, ok, orgOf, pathId, readTreeQuery } from "./rpc-support.ts";
 
 function readLocationQuery(request: RpcRequest) {
   const reader = new QueryReader(request.query);
-  checkPair(reader, "parent_id", "parent_external_key");
+  exclusivePair(reader, "parent_id", "parent_external_key");
   const filters: LocationFilters = {
     externalKeys: readKeyFilter(reader, "external_key"),
     parentIds: reader.ids("parent_id"),

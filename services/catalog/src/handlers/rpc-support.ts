@@ -1,12 +1,9 @@
 /** Small helpers shared by the catalog's RPC handlers. */
-import { forbidden, parsePathId, QueryReader, type RpcReply, type RpcRequest } from "@whereabouts/shared";
-import type { Page } from "../requests/list-query.ts";
+import { parsePathId, QueryReader, requireOrg, type Page, type RpcReply, type RpcRequest } from "@whereabouts/shared";
 
 /** The caller's organization; the gateway guarantees one for catalog operations. */
 export function orgOf(request: RpcRequest): number {
-  const orgId = request.principal.org_id;
-  if (orgId === null) throw forbidden("The API key has no organization context");
-  return orgId;
+  return requireOrg(request.principal);
 }
 
 export const pathId = (request: RpcRequest, name: string) => parsePathId(name, request.params[name]);

@@ -1,6 +1,5 @@
 /** RPC endpoints `catalog.scan_point.*`: /api/v1/scan-points (routes in the gateway's route table). */
-import { QueryReader, SCAN_POINT_OPERATIONS, SCAN_POINT_SOURCE_PATTERN, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
-import { checkPair, readKeyFilter } from "../requests/list-query.ts";
+import { exclusivePair, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest, SCAN_POINT_OPERATIONS, SCAN_POINT_SOURCE_PATTERN } from "@whereabouts/shared";
 import type { ScanPointService } from "../scan-points/scan-point-service.ts";
 import { SCAN_POINT_SORT_FIELDS, type ScanPointFilters } from "../scan-points/scan-point-store.ts";
 import { noContent, ok, orgOf, pathId } from "./rpc-support.ts";
@@ -9,7 +8,7 @@ const ANTENNA = /^(0|[1-9]\d{0,9})$/;
 
 function readScanPointQuery(request: RpcRequest) {
   const reader = new QueryReader(request.query);
-  checkPair(reader, "location_id", "location_external_key");
+  exclusivePair(reader, "location_id", "location_external_key");
   const sources = reader.many("source");
   for (const value of sources) {
     if (!SCAN_POINT_SOURCE_PATTERN.test(value) || value.length > 255) {

@@ -17,6 +17,7 @@ import {
   type JsonText,
   type LocationView,
   type SortKey,
+  type Page,
 } from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
@@ -24,7 +25,6 @@ import type { EventInput, EventPublisher } from "../events/event-outbox.ts";
 import { hasPlacedAssets } from "../assets/asset-store.ts";
 import { parseObject, readOnlyError, requireObject, storedInstant, throwIfAny, type JsonObject } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
-import type { Page } from "../requests/list-query.ts";
 import { checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
 import {

@@ -2,11 +2,13 @@
  * Location queries: views (parent joined at read time), lists, writes, and the
  * tree walks — each one recursive CTE, paged in SQL, live rows only.
  */
+import { containsPattern, effectiveSql, microsTimestampSql, type Page, sqlOffset, wireTimestampSql } from "@whereabouts/shared";
 import type { LocationView, SortKey } from "@whereabouts/shared";
-import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
-import { containsPattern, effective, embeddedTags, microsTs, nameOrder, nextUpdatedAt, NOW_MS, rowById, searchMatch, wireTs } from "../db/sql-fragments.ts";
+import { Params, query, queryOne, type Db } from "../db/catalog-db.ts";
+import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
+import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
-import { listPage, orderBy, sqlOffset, type Page } from "../requests/list-query.ts";
+import { listPage, orderBy } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
 const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
@@ -23,11 +25,11 @@ const VIEW = `json_build_object(
   'parent_external_key', p.external_key,
   'is_zone', l.is_zone,
   'max_dwell_s', l.max_dwell_s,
-  'valid_from', ${wireTs("l.valid_from")},
-  'valid_to', ${wireTs("l.valid_to")},
-  'created_at', ${wireTs("l.created_at")},
-  'updated_at', ${wireTs("l.updated_at")},
-  'deleted_at', ${wireTs("l.deleted_at")},
+  'valid_from', ${wireTimestampSql("l.valid_from")},
+  'valid_to', ${wireTimestampSql("l.valid_to")},
+  'created_at', ${wireTimestampSql("l.created_at")},
+  'updated_at', ${wireTimestampSql("l.updated_at")},
+  'deleted_at', ${wireTimestampSql("l.deleted_at")},
   'tags', ${embeddedTags("location", "l")})`;
 
 /** Bounds every walk, so even corrupt data could not loop forever. */
@@ -53,7 +55,7 @@ export async function findLocation(db: Db, orgId: number, id: number): Promise<s
 export async function lockLocation(db: Db, orgId: number, id: number) {
   return queryOne<LocationState>(
     db,
-    `SELECT ${VIEW} AS view, l.version, ${microsTs("l.valid_from")} AS valid_from_us, ${microsTs("l.valid_to")} AS valid_to_us
+    `SELECT ${VIEW} AS view, l.version, ${microsTimestampSql("l.valid_from")} AS valid_from_us, ${microsTimestampSql("l.valid_to")} AS valid_to_us
        FROM ${byId("$2", "UPDATE")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
     [orgId, id],
   );
@@ -156,37 +158,13 @@ const CASTS: Record<keyof LocationChanges, string> = {
   valid_to: "::timestamptz",
 };
 
-export async function updateLocation(db: Db, orgId: number, id: number, changes: LocationChanges): Promise<void> {
-  const p = new Params([orgId, id]);
-  const sets = Object.entries(changes).map(
-    ([column, value]) => `${column} = ${p.add(value)}${CASTS[column as keyof LocationChanges]}`,
-  );
-  await execute(
-    db,
-    `UPDATE catalog.locations SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
-      WHERE org_id = $1 AND id = $2`,
-    p.values,
-  );
-}
+export const updateLocation = (db: Db, orgId: number, id: number, changes: LocationChanges) =>
+  updateRecord(db, "catalog.locations", orgId, id, changes, CASTS);
 
-export async function renameLocation(db: Db, orgId: number, id: number, externalKey: string): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.locations SET external_key = $3, updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id, externalKey],
-  );
-}
+export const renameLocation = (db: Db, orgId: number, id: number, externalKey: string) =>
+  renameRecord(db, "catalog.locations", orgId, id, externalKey);
 
-export async function softDeleteLocation(db: Db, orgId: number, id: number): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.locations
-        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id],
-  );
-}
+export const softDeleteLocation = (db: Db, orgId: number, id: number) => softDeleteRecord(db, "catalog.locations", orgId, id);
 
 export async function hasLiveChildren(db: Db, orgId: number, id: number): Promise<boolean> {
   const row = await queryOne<{ found: boolean }>(
@@ -277,7 +255,7 @@ export interface LocationFilters {
 
 function where(p: Params, orgId: number, f: LocationFilters): string[] {
   const org = p.add(orgId);
-  const conds = [`l.org_id = ${org}`, effective("l")];
+  const conds = [`l.org_id = ${org}`, effectiveSql("l")];
   if (!f.includeDeleted) conds.push("l.deleted_at IS NULL");
   if (f.externalKeys.length) conds.push(`l.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
   if (f.parentIds.length) conds.push(`l.parent_id = ANY(${p.add(f.parentIds)}::int[])`);

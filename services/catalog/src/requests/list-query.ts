@@ -1,41 +1,10 @@
 /**
- * List query parameters beyond the shared QueryReader: external-key filters
- * (validated, commas rejected), paired filters (ambiguous_fields), q.
+ * List query parameters beyond the shared QueryReader (q, sort columns), and
+ * one list page with its total_count.
  */
-import { externalKeyProblem, fieldError, type FieldError, type QueryReader, type SortKey } from "@whereabouts/shared";
+import { effectiveSql, sqlOffset, validityNotEndedSql, validityStartedSql, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
 import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
-import { effective } from "../db/sql-fragments.ts";
 import type { CountCache, CountResult } from "./count-cache.ts";
-
-export interface Page {
-  limit: number;
-  offset: number;
-}
-
-/** The offset as SQL can take it: any larger value is past the end anyway. */
-export const sqlOffset = (page: Page) => Math.min(page.offset, Number.MAX_SAFE_INTEGER);
-
-/** Repeatable external-key filter: every value checked, commas rejected. */
-export function readKeyFilter(reader: QueryReader, name: string): string[] {
-  const values = reader.many(name);
-  for (const value of values) {
-    if (value.includes(",")) {
-      reader.fail(name, "invalid_value", `${name} must not contain commas; repeat the parameter to match several keys`);
-      continue;
-    }
-    const problem = externalKeyProblem(name, value);
-    if (problem) reader.fail(name, problem.code, problem.message, problem.params);
-  }
-  return values;
-}
-
-/** Filter rule 1: one fields[] entry per parameter of a pair supplied together. */
-export function checkPair(reader: QueryReader, first: string, second: string): void {
-  if (reader.has(first) && reader.has(second)) {
-    const message = `${first} and ${second} are mutually exclusive; send only one`;
-    reader.errors.push(fieldError(first, "ambiguous_fields", message), fieldError(second, "ambiguous_fields", message));
-  }
-}
 
 /** q: the shared rule (DECISIONS.md: at most 255 characters, no NUL). */
 export const readQ = (reader: QueryReader): string | undefined => reader.search("q");
@@ -89,13 +58,13 @@ export async function listPage(
  * valid_to still ahead) among the rows the other conditions select.
  */
 async function countWithHorizon(db: Db, table: string, alias: string, conditions: string[], params: unknown[]): Promise<CountResult> {
-  const current = effective(alias);
+  const current = effectiveSql(alias);
   const others = conditions.filter((c) => c !== current);
   const row = await queryOne<{ n: number; seconds: number | null }>(
     db,
     `SELECT count(*) FILTER (WHERE ${current})::int AS n,
-            extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE ${alias}.valid_from > now()),
-                                     min(${alias}.valid_to) FILTER (WHERE ${alias}.valid_to > now())) - now())::float8 AS seconds
+            extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE NOT ${validityStartedSql(alias)}),
+                                     min(${alias}.valid_to) FILTER (WHERE ${validityNotEndedSql(alias)})) - now())::float8 AS seconds
        FROM ${table} ${alias} WHERE ${others.join(" AND ")}`,
     params,
   );

@@ -1,7 +1,6 @@
 /** The value rules behind catalog bodies and filters (shared contracts), without I/O. */
 import { describe, expect, it } from "vitest";
-import { externalKeyProblem, parseInstant, sameInstant, SENTINEL_INSTANTS, toMicrosText } from "@whereabouts/shared";
-import { containsPattern } from "../db/sql-fragments.ts";
+import { containsPattern, externalKeyProblem, parseInstant, sameInstant, SENTINEL_INSTANTS, toMicrosText } from "@whereabouts/shared";
 import { jsonEqual } from "./body-parse.ts";
 import { tagsEqual } from "./read-only-echo.ts";
 

@@ -18,12 +18,12 @@ import {
   type JsonText,
   type ScanPointView,
   type SortKey,
+  type Page,
 } from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
 import type { EventPublisher } from "../events/event-outbox.ts";
 import { resolveParent } from "../locations/location-store.ts";
 import { parseObject, readOnlyError, requireObject, storedInstant, throwIfAny, type JsonObject } from "../requests/body-parse.ts";
-import type { Page } from "../requests/list-query.ts";
 import { checkEchoes } from "../requests/read-only-echo.ts";
 import {
   findScanPoint,

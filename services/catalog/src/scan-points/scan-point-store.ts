@@ -2,10 +2,12 @@
  * Scan point queries: the record (location key joined at read time), the
  * list, and the writes. Every statement filters on org_id.
  */
+import { effectiveSql, microsTimestampSql, type Page, wireTimestampSql } from "@whereabouts/shared";
 import type { ScanPointView, SortKey } from "@whereabouts/shared";
-import { execute, Params, queryOne, type Db } from "../db/catalog-db.ts";
-import { effective, microsTs, nextUpdatedAt, NOW_MS, rowById, wireTs } from "../db/sql-fragments.ts";
-import { listPage, orderBy, type Page } from "../requests/list-query.ts";
+import { Params, queryOne, type Db } from "../db/catalog-db.ts";
+import { softDeleteRecord, updateRecord } from "../db/record-writes.ts";
+import { NOW_MS, rowById } from "../db/sql-fragments.ts";
+import { listPage, orderBy } from "../requests/list-query.ts";
 
 export const SCAN_POINT_LIVE_UNIQUE_INDEX = "scan_points_org_id_source_antenna_live_key";
 
@@ -17,11 +19,11 @@ const VIEW = `json_build_object(
   'antenna', s.antenna,
   'location_id', l.id,
   'location_external_key', l.external_key,
-  'valid_from', ${wireTs("s.valid_from")},
-  'valid_to', ${wireTs("s.valid_to")},
-  'created_at', ${wireTs("s.created_at")},
-  'updated_at', ${wireTs("s.updated_at")},
-  'deleted_at', ${wireTs("s.deleted_at")})`;
+  'valid_from', ${wireTimestampSql("s.valid_from")},
+  'valid_to', ${wireTimestampSql("s.valid_to")},
+  'created_at', ${wireTimestampSql("s.created_at")},
+  'updated_at', ${wireTimestampSql("s.updated_at")},
+  'deleted_at', ${wireTimestampSql("s.deleted_at")})`;
 
 const byId = (idParam: string, lock?: "UPDATE") => `${rowById("catalog.scan_points", idParam, lock)} s ${JOIN_LOCATION}`;
 
@@ -44,7 +46,7 @@ export async function findScanPoint(db: Db, orgId: number, id: number): Promise<
 export async function lockScanPoint(db: Db, orgId: number, id: number): Promise<ScanPointState | undefined> {
   return queryOne<ScanPointState>(
     db,
-    `SELECT ${VIEW} AS view, s.version, ${microsTs("s.valid_from")} AS valid_from_us, ${microsTs("s.valid_to")} AS valid_to_us
+    `SELECT ${VIEW} AS view, s.version, ${microsTimestampSql("s.valid_from")} AS valid_from_us, ${microsTimestampSql("s.valid_to")} AS valid_to_us
        FROM ${byId("$2", "UPDATE")} WHERE s.org_id = $1 AND s.deleted_at IS NULL`,
     [orgId, id],
   );
@@ -94,26 +96,10 @@ const CASTS: Record<keyof ScanPointChanges, string> = {
   valid_to: "::timestamptz",
 };
 
-export async function updateScanPoint(db: Db, orgId: number, id: number, changes: ScanPointChanges): Promise<void> {
-  const p = new Params([orgId, id]);
-  const sets = Object.entries(changes).map(([column, value]) => `${column} = ${p.add(value)}${CASTS[column as keyof ScanPointChanges]}`);
-  await execute(
-    db,
-    `UPDATE catalog.scan_points SET ${[...sets, `updated_at = ${nextUpdatedAt()}`, "version = version + 1"].join(", ")}
-      WHERE org_id = $1 AND id = $2`,
-    p.values,
-  );
-}
+export const updateScanPoint = (db: Db, orgId: number, id: number, changes: ScanPointChanges) =>
+  updateRecord(db, "catalog.scan_points", orgId, id, changes, CASTS);
 
-export async function softDeleteScanPoint(db: Db, orgId: number, id: number): Promise<void> {
-  await execute(
-    db,
-    `UPDATE catalog.scan_points
-        SET deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt()}, version = version + 1
-      WHERE org_id = $1 AND id = $2`,
-    [orgId, id],
-  );
-}
+export const softDeleteScanPoint = (db: Db, orgId: number, id: number) => softDeleteRecord(db, "catalog.scan_points", orgId, id);
 
 /* ------------------------------------------------------------------ lists */
 
@@ -144,7 +130,7 @@ export async function listScanPoints(
 ): Promise<{ data: string[]; total: number }> {
   const p = new Params();
   const org = p.add(orgId);
-  const conditions = [`s.org_id = ${org}`, effective("s")];
+  const conditions = [`s.org_id = ${org}`, effectiveSql("s")];
   if (!f.includeDeleted) conditions.push("s.deleted_at IS NULL");
   if (f.sources.length) conditions.push(`s.source = ANY(${p.add(f.sources)}::text[])`);
   if (f.antennas.length) conditions.push(`s.antenna = ANY(${p.add(f.antennas)}::int[])`);

@@ -4,23 +4,15 @@
  * event for the services that act on them (tracking, reporting).
  */
 import {
-  AppError,
   DEFAULT_ORG_SETTINGS,
   OrgSettingsPatch,
   parseBody,
   type OrgSettingsView,
-  type Principal,
 } from "@whereabouts/shared";
 import { query, queryOne, type Db } from "../db/catalog-db.ts";
 import type { EventPublisher } from "../events/event-outbox.ts";
 
 const COLUMNS = "smoothing_window_s, zone_min_stay_s, missing_after_s, history_retention_days";
-
-/** Settings live under /api/v1/orgs/me: without an organization there are none (the spec's answer for orgs/me). */
-export function settingsOrg(principal: Principal): number {
-  if (principal.org_id === null) throw new AppError("missing_org_context", "This API key has no organization context");
-  return principal.org_id;
-}
 
 export function createSettingsService(deps: { db: Db; events: EventPublisher }) {
   async function read(db: Db, orgId: number): Promise<OrgSettingsView> {

@@ -16,6 +16,7 @@ import {
   migrate,
   migrationsDir,
   parseConfig,
+  parseInstant,
   toWireTimestamp,
   toWireTimestampOrNull,
 } from "@whereabouts/shared";
@@ -39,7 +40,6 @@ const USAGE = `usage:
   admin user list [--org <org_id>]
   admin assets import --org <org_id> <file.csv> [--mode upsert|create] [--on-error abort|skip]`;
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 function positiveInt(name: string, raw: string | undefined): number {
   if (raw === undefined) throw new UsageError(`--${name} is required`);
@@ -101,12 +101,9 @@ function parseScopes(raw: unknown): string[] {
 
 /** RFC 3339 date-time that names a real instant (no 30 February). */
 function parseTimestamp(raw: string): Date | undefined {
-  const match = RFC3339.exec(raw);
-  if (!match) return undefined;
-  const [year, month, day] = raw.slice(0, 10).split("-").map(Number) as [number, number, number];
-  const calendar = new Date(Date.UTC(year, month - 1, day));
-  if (calendar.getUTCFullYear() !== year || calendar.getUTCMonth() !== month - 1 || calendar.getUTCDate() !== day) return undefined;
-  const date = new Date(raw);
+  const instant = parseInstant(raw);
+  if (!instant) return undefined;
+  const date = new Date(instant.seconds * 1000 + Math.floor(instant.nanos / 1_000_000));
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 

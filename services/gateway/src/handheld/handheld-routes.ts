@@ -26,6 +26,7 @@ import {
   notFound,
   parseBody,
   repoRoot,
+  requireOrg,
   rpcSubject,
   scanSubject,
   ScanEvent,
@@ -141,7 +142,7 @@ export function registerHandheld(app: RouteRegistry, deps: HandheldDeps): void {
       throw err;
     }
     await deps.limit(request, reply, who.bucket, who.rateLimit ?? undefined);
-    if (who.principal.org_id === null) throw forbidden("The API key has no organization context");
+    requireOrg(who.principal);
     return who;
   }
 

@@ -17,6 +17,7 @@
  * A due time already passed in the data (a scan observed after it) fires when
  * that scan is applied, so the outcome does not depend on when the worker ran.
  */
+import { isNewer } from "@whereabouts/shared";
 
 export type AlertType = "zone.entered" | "zone.exited" | "asset.dwell_exceeded" | "asset.missing";
 
@@ -159,7 +160,7 @@ export function applyPosition(
   settings: AlertSettings,
   out: AlertDraft[],
 ): AssetAlertState {
-  if (held && (position.observedAt < held.lastSeenAt || (position.observedAt === held.lastSeenAt && position.seq <= held.lastSeenSeq))) {
+  if (held && !isNewer({ at: held.lastSeenAt, seq: held.lastSeenSeq }, { at: position.observedAt, seq: position.seq })) {
     return held;
   }
   let state: AssetAlertState;

@@ -14,7 +14,7 @@
  * no replica ran fire when one comes back. Each alert's source id names its
  * episode, so recording it twice adds one event.
  */
-import type { Logger, Metrics, Worker } from "@whereabouts/shared";
+import { epochMicros, startPeriodic, type Logger, type Metrics, type Worker } from "@whereabouts/shared";
 import type { ProjectionBatch } from "../projection/projection-service.ts";
 import type { ReportingDb, SqlRunner } from "../reporting-db.ts";
 import { applyPosition, fireDue, orderDrafts, type AlertDraft, type AlertSettings, type AssetAlertState, type PlaceFacts } from "./alert-rules.ts";
@@ -31,7 +31,6 @@ import {
   saveStates,
   startAlertOrgs,
 } from "./alert-store.ts";
-import { epochMicros } from "../projection/projection-service.ts";
 
 const keyOf = (orgId: number, id: number) => `${orgId}:${id}`;
 
@@ -156,39 +155,18 @@ export function startAlertWorker(options: AlertWorkerOptions): Worker {
   const { db, logger, metrics } = options;
   const pollMs = options.pollMs ?? 500;
   const limit = options.batch ?? 500;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-
-  async function tick(): Promise<void> {
-    try {
+  return startPeriodic({
+    everyMs: pollMs,
+    firstAfterMs: pollMs,
+    ref: true,
+    round: async (stopping) => {
       for (;;) {
         const { claimed, queued } = await fireDueAlerts(db, limit, metrics);
         if (queued > 0) options.queued?.(queued);
-        if (claimed < limit || stopped) break;
+        if (claimed < limit || stopping()) break;
       }
-    } catch (err) {
-      // The rows stay due: the next tick tries again.
-      logger.error({ err }, "alerts: firing due alerts failed");
-    }
-  }
-
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = tick().finally(() => {
-        running = undefined;
-        schedule();
-      });
-    }, pollMs);
-  };
-  schedule();
-
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
     },
-  };
+    // The rows stay due: the next round tries again.
+    onError: (err) => logger.error({ err }, "alerts: firing due alerts failed"),
+  });
 }

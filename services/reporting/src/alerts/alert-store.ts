@@ -5,7 +5,7 @@
  * in (org_id, asset_id) order, so the consumers, the worker and the settings
  * and dwell-limit updates never deadlock and never interleave on one asset.
  */
-import { newEventId, unnestColumns } from "@whereabouts/shared";
+import { epochMicrosSql, newEventId, unnestColumns, wireFromMicros } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import { insertPartnerEvents } from "../events/partner-events.ts";
 import type { LocationRow, SettingsRow } from "../projection/projection-types.ts";
@@ -21,7 +21,7 @@ import {
 } from "./alert-rules.ts";
 
 /** A timestamptz column as epoch microseconds (exact in a double). */
-const micros = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::float8`;
+const micros = (column: string) => `${epochMicrosSql(column)}::float8`;
 /** Epoch microseconds (bigint) as a timestamptz, exactly. */
 const instant = (expr: string) => `('epoch'::timestamptz + (${expr}) * interval '1 microsecond')`;
 /** Bounds the walk up the tree, so a transient cycle in the replica cannot loop. */
@@ -32,9 +32,6 @@ export interface AssetKey {
   assetId: number;
 }
 const byAsset = (a: AssetKey, b: AssetKey) => a.orgId - b.orgId || a.assetId - b.assetId;
-
-/** An instant in the wire form (UTC, three fractional digits). */
-export const wireInstant = (us: number) => new Date(Math.floor(us / 1000)).toISOString();
 
 /* ---------------------------------------------------------------- settings */
 
@@ -389,8 +386,8 @@ export async function recordAlerts(tx: SqlRunner, drafts: AlertDraft[]): Promise
       drafts.map((d) => d.type),
       drafts.map((d) => d.assetId),
       drafts.map((d) => d.subjectId),
-      drafts.map((d) => wireInstant(d.at)),
-      drafts.map((d) => (d.since === null ? null : wireInstant(d.since))),
+      drafts.map((d) => wireFromMicros(d.at)),
+      drafts.map((d) => (d.since === null ? null : wireFromMicros(d.since))),
       drafts.map((d) => d.limitS),
       drafts.map(alertSourceId),
     ],

@@ -7,7 +7,6 @@
  */
 import {
   AppError,
-  forbidden,
   PARTNER_EVENT_TYPES,
   QueryReader,
   type ConsistencyGate,
@@ -16,6 +15,8 @@ import {
   type PartnerEventType,
   type RpcRequest,
   type Worker,
+  requireOrg,
+  startPeriodic,
 } from "@whereabouts/shared";
 import type { ReportingDb, SqlRunner } from "../reporting-db.ts";
 
@@ -74,8 +75,7 @@ interface EventRow {
 export function createEventFeed(deps: { db: ReportingDb; catalog: ConsistencyGate; retentionS: number }) {
   return {
     async list(request: Pick<RpcRequest, "principal" | "query" | "catalog_seq">): Promise<{ data: PartnerEvent[]; next_cursor: string }> {
-      const orgId = request.principal.org_id;
-      if (orgId === null) throw forbidden("The API key has no organization context");
+      const orgId = requireOrg(request.principal);
       const query = parseFeedQuery(request.query);
       // Read-your-writes: a catalog write the client saw acknowledged is in its feed.
       await deps.catalog.reach(request.catalog_seq);
@@ -169,25 +169,13 @@ export async function purgeExpiredEvents(db: SqlRunner, retentionS: number, batc
 
 /** The background purge: every `everyMs` (and once at start). */
 export function startEventRetention(deps: { db: SqlRunner; retentionS: number; logger: Logger; everyMs?: number }): Worker {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const tick = () => {
-    running = purgeExpiredEvents(deps.db, deps.retentionS)
-      .then((removed) => {
-        if (removed > 0) deps.logger.info({ removed }, "expired partner events removed");
-      })
-      .catch((err: unknown) => deps.logger.warn({ err }, "partner event retention failed; next round retries"))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, deps.everyMs ?? 60_000);
-      });
-  };
-  tick();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
+  return startPeriodic({
+    everyMs: deps.everyMs ?? 60_000,
+    ref: true,
+    round: async () => {
+      const removed = await purgeExpiredEvents(deps.db, deps.retentionS);
+      if (removed > 0) deps.logger.info({ removed }, "expired partner events removed");
     },
-  };
+    onError: (err) => deps.logger.warn({ err }, "partner event retention failed; next round retries"),
+  });
 }

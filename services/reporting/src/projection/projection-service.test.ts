@@ -1,23 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { encodeJson } from "@whereabouts/shared";
-import { epochMicros, PoisonMessageError, ProjectionBatch, toMicroPrecision } from "./projection-service.ts";
+import { PoisonMessageError, ProjectionBatch } from "./projection-service.ts";
 import type { ProjectionStore } from "./projection-store.ts";
 import type { PositionRow } from "./projection-types.ts";
 
 const position = (seq: number, observedAt: string, locationId: number) =>
   encodeJson({ version: 1, event_id: `e${seq}`, org_id: 1, asset_id: 9, location_id: locationId, observed_at: observedAt, seq });
-
-describe("instants", () => {
-  it("epochMicros keeps microseconds and converts offsets", () => {
-    expect(epochMicros("2026-11-20T10:00:00.000123Z") - epochMicros("2026-11-20T10:00:00Z")).toBe(123);
-    expect(epochMicros("2026-11-20T12:00:00.5+02:00")).toBe(epochMicros("2026-11-20T10:00:00.500Z"));
-  });
-
-  it("toMicroPrecision truncates toward zero", () => {
-    expect(toMicroPrecision("2026-11-20T10:00:00.1234569Z")).toBe("2026-11-20T10:00:00.123456Z");
-    expect(toMicroPrecision("2026-11-20T10:00:00.12Z")).toBe("2026-11-20T10:00:00.12Z");
-  });
-});
 
 describe("ProjectionBatch", () => {
   it("keeps the newest position per asset by (observed_at, seq)", () => {

@@ -3,7 +3,7 @@
  * the newest event per entity (and per asset position), then written in one
  * transaction. The same code serves the live durable consumers and the rebuild.
  */
-import { decodeJson, positionEventsOf, type AssetPositionEvent } from "@whereabouts/shared";
+import { decodeJson, epochMicros, isNewer, positionEventsOf, toMicroPrecision, type AssetPositionEvent } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionStore, SnapshotTagRow } from "./projection-store.ts";
 import {
@@ -26,18 +26,6 @@ export type StreamKind = "catalog" | "tracking";
 /** Position messages are the only TRACKING subjects the read model uses (batches, or the per-asset form). */
 const POSITION_SUBJECT = /^tracking\.events\.[^.]+\.asset\.(moved|seen|positions)$/;
 const CATALOG_ENTITIES = new Set(["asset", "location", "tag", "settings"]);
-
-/** Cuts fractional seconds to microseconds (toward zero), Postgres' precision. */
-export function toMicroPrecision(instant: string): string {
-  return instant.replace(/(\.\d{6})\d+/, "$1");
-}
-
-/** Epoch microseconds of an RFC 3339 instant (any offset, any fraction). */
-export function epochMicros(instant: string): number {
-  const fraction = /\.(\d+)/.exec(instant)?.[1] ?? "";
-  const subMilli = Number((fraction.slice(3, 6) + "000").slice(0, 3));
-  return Date.parse(instant) * 1000 + subMilli;
-}
 
 const keyOf = (orgId: number, id: number) => `${orgId}:${id}`;
 const byKey = <R extends { orgId: number }>(id: (r: R) => number) => (a: R, b: R) =>
@@ -194,7 +182,7 @@ export class ProjectionBatch {
     };
     const key = keyOf(row.orgId, row.assetId);
     const held = this.positions.get(key);
-    if (!held || held.observedMicros < row.observedMicros || (held.observedMicros === row.observedMicros && held.seq < row.seq)) {
+    if (!held || isNewer({ at: held.observedMicros, seq: held.seq }, { at: row.observedMicros, seq: row.seq })) {
       if (held) {
         // The stay goes on (arrival as held) or a new one starts here.
         if (held.locationId === row.locationId) {

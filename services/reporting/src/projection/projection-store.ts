@@ -5,7 +5,7 @@
  * and batches may arrive in any order. The schema is a parameter so the
  * rebuild can fill `reporting_build` with the same code.
  */
-import { unnestColumns } from "@whereabouts/shared";
+import { newerSql, unnestColumns } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { AssetRow, LocationRow, PositionRow, TagRow } from "./projection-types.ts";
 
@@ -177,7 +177,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
            ON CONFLICT (org_id, asset_id) DO UPDATE
               SET location_id = EXCLUDED.location_id, last_seen_at = EXCLUDED.last_seen_at, last_seen_seq = EXCLUDED.last_seen_seq,
                   arrived_at = EXCLUDED.arrived_at
-            WHERE (t.last_seen_at, t.last_seen_seq) < (EXCLUDED.last_seen_at, EXCLUDED.last_seen_seq)
+            WHERE ${newerSql({ at: "t.last_seen_at", seq: "t.last_seen_seq" }, { at: "EXCLUDED.last_seen_at", seq: "EXCLUDED.last_seen_seq" })}
            RETURNING t.org_id, t.asset_id, (t.xmax = 0) AS first
          )
          INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)

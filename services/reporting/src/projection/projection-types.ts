@@ -4,9 +4,9 @@
  * (a bad timestamp must fail here, at the boundary, never inside SQL).
  */
 import { z } from "zod";
-import { AssetPositionEvent, AssetView, LocationView, OrgSettingsRecord, RFC3339, TagRecord, TagView } from "@whereabouts/shared";
+import { AssetPositionEvent, AssetView, LocationView, OrgSettingsRecord, parseRfc3339, TagRecord, TagView } from "@whereabouts/shared";
 
-export const Instant = z.string().regex(RFC3339, "must be an RFC 3339 timestamp");
+export const Instant = z.string().refine((text) => parseRfc3339(text) !== null, "must be an RFC 3339 timestamp");
 
 const eventBase = {
   version: z.literal(1),

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "@whereabouts/shared";
 import { parseReportQuery } from "./report-query.ts";
-import { escapeLike } from "./report-store.ts";
 
 const fieldsOf = (query: Record<string, string[]>) => {
   try {
@@ -45,11 +44,5 @@ describe("parseReportQuery", () => {
       "location_external_key:ambiguous_fields",
     ]);
     expect(fieldsOf({ sort: ["-nope"] })).toEqual(["sort:invalid_value"]);
-  });
-});
-
-describe("escapeLike", () => {
-  it("escapes LIKE wildcards and the escape character", () => {
-    expect(escapeLike("50%_a\\b")).toBe("50\\%\\_a\\\\b");
   });
 });

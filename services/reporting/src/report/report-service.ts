@@ -7,7 +7,7 @@
  * (positions, last seen) are eventually visible and never waited for. The wait
  * is bounded; past it the request gets 503.
  */
-import { forbidden, hasSqlState, type AssetLocationList, type ConsistencyGate, type RpcRequest } from "@whereabouts/shared";
+import { hasSqlState, type AssetLocationList, type ConsistencyGate, type RpcRequest, requireOrg, listEnvelope } from "@whereabouts/shared";
 import type { ReportingDb } from "../reporting-db.ts";
 import { parseReportQuery } from "./report-query.ts";
 import type { ReportStore } from "./report-store.ts";
@@ -22,8 +22,7 @@ export interface ReportServiceDeps {
 export function createReportService(deps: ReportServiceDeps) {
   return {
     async assetLocations(request: Pick<RpcRequest, "principal" | "query" | "catalog_seq">): Promise<AssetLocationList> {
-      const orgId = request.principal.org_id;
-      if (orgId === null) throw forbidden("The API key has no organization context");
+      const orgId = requireOrg(request.principal);
       const query = parseReportQuery(request.query);
       await deps.catalog.reach(request.catalog_seq);
       for (let attempt = 1; ; attempt++) {
@@ -32,7 +31,7 @@ export function createReportService(deps: ReportServiceDeps) {
             deps.store.page(deps.db, orgId, query),
             deps.store.count(deps.db, orgId, query),
           ]);
-          return { data, limit: query.limit, offset: query.offset, total_count: total };
+          return listEnvelope(data, query, total);
         } catch (err) {
           // A rebuild's swap renames the tables under an exclusive lock; a read
           // caught between two renames is chosen as the deadlock victim. The

@@ -22,16 +22,22 @@
  */
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ReportQuery } from "./report-query.ts";
-import type { AssetLocationItem, ReportSortField } from "@whereabouts/shared";
+import {
+  effectiveSql,
+  escapeLike,
+  sqlOffset,
+  validityNotEndedSql,
+  validityStartedSql,
+  wireTimestampSql,
+  type AssetLocationItem,
+  type ReportSortField,
+} from "@whereabouts/shared";
 
-const EFFECTIVE = (alias: string) =>
-  `${alias}.valid_from <= now() AND (${alias}.valid_to IS NULL OR ${alias}.valid_to > now())`;
 /** The partial indexes' predicate. */
 const REPORT_ROW = "a.scanned AND a.external_key IS NOT NULL";
-const LOCATION_EFFECTIVE = `(l.location_id IS NOT NULL AND ${EFFECTIVE("l")})`;
+const LOCATION_EFFECTIVE = `(l.location_id IS NOT NULL AND ${effectiveSql("l")})`;
 const LOCATION_ID = `CASE WHEN ${LOCATION_EFFECTIVE} THEN p.location_id END`;
 const LOCATION_KEY = `CASE WHEN ${LOCATION_EFFECTIVE} AND l.deleted_at IS NULL THEN l.external_key END`;
-const WIRE_TIME = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** Sort keys on the base row (a, l) and on a merged branch row (x). */
 const SORT_KEYS: Record<ReportSortField, { row: string; merged: string }> = {
@@ -39,9 +45,6 @@ const SORT_KEYS: Record<ReportSortField, { row: string; merged: string }> = {
   asset_external_key: { row: "a.external_key", merged: "x.asset_external_key" },
   location_external_key: { row: LOCATION_KEY, merged: "x.location_external_key" },
 };
-
-/** q as a literal inside a LIKE pattern: the wildcards and the escape character escaped. */
-export const escapeLike = (q: string) => q.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 interface Built {
   params: unknown[];
@@ -68,7 +71,7 @@ export function createReportStore(schema = "reporting") {
   function build(orgId: number, query: ReportQuery): Built {
     const params: unknown[] = [orgId];
     const bind = (value: unknown) => `$${params.push(value)}`;
-    const where = ["a.org_id = $1", REPORT_ROW, EFFECTIVE("a")];
+    const where = ["a.org_id = $1", REPORT_ROW, effectiveSql("a")];
     let needsLocation = false;
     if (!query.includeDeleted) where.push("a.deleted_at IS NULL");
     if (query.assetIds.length) where.push(`a.asset_id = ANY(${bind(query.assetIds)}::int[])`);
@@ -87,7 +90,7 @@ export function createReportStore(schema = "reporting") {
       const onAsset = `(a.name_lower LIKE ${pattern} OR a.external_key_lower LIKE ${pattern})`;
       const onTag = `EXISTS (SELECT 1 FROM ${tags} t
           WHERE t.org_id = a.org_id AND t.asset_id = a.asset_id
-            AND t.deleted_at IS NULL AND t.is_active AND ${EFFECTIVE("t")}
+            AND t.deleted_at IS NULL AND t.is_active AND ${effectiveSql("t")}
             AND t.value_lower LIKE ${pattern})`;
       branches = [onAsset, `NOT ${onAsset} AND ${onTag}`];
     }
@@ -99,7 +102,7 @@ export function createReportStore(schema = "reporting") {
   const columns = (withSortKey: boolean) =>
     `a.asset_id, a.external_key AS asset_external_key,
      ${LOCATION_ID} AS location_id, ${LOCATION_KEY} AS location_external_key,
-     ${WIRE_TIME("a.deleted_at")} AS asset_deleted_at, ${WIRE_TIME("p.last_seen_at")} AS asset_last_seen
+     ${wireTimestampSql("a.deleted_at")} AS asset_deleted_at, ${wireTimestampSql("p.last_seen_at")} AS asset_last_seen
      ${withSortKey ? ", p.last_seen_at AS sort_last_seen" : ""}`;
 
   function orderBy(query: ReportQuery, key: "row" | "merged"): string {
@@ -112,7 +115,7 @@ export function createReportStore(schema = "reporting") {
   return {
     async page(db: SqlRunner, orgId: number, query: ReportQuery): Promise<AssetLocationItem[]> {
       const b = build(orgId, query);
-      const offset = Math.min(query.offset, Number.MAX_SAFE_INTEGER);
+      const offset = sqlOffset(query);
       if (!b.branches) {
         return db.$queryRawUnsafe<AssetLocationItem[]>(
           `SELECT ${columns(false)} FROM ${withLocation}
@@ -151,10 +154,10 @@ export function createReportStore(schema = "reporting") {
         const [open, live] = query.includeDeleted ? ["open_all", ""] : ["open_live", " AND a.deleted_at IS NULL"];
         sql = `SELECT (COALESCE((SELECT c.${open} FROM ${counts} c WHERE c.org_id = $1), 0)
                      - (SELECT count(*) FROM ${assets} a
-                         WHERE a.org_id = $1 AND ${REPORT_ROW} AND a.valid_to IS NULL${live} AND a.valid_from > now())
+                         WHERE a.org_id = $1 AND ${REPORT_ROW} AND a.valid_to IS NULL${live} AND NOT ${validityStartedSql("a")})
                      + (SELECT count(*) FROM ${assets} a
                          WHERE a.org_id = $1 AND ${REPORT_ROW} AND a.valid_to IS NOT NULL${live}
-                           AND a.valid_to > now() AND a.valid_from <= now()))::int AS total`;
+                           AND ${validityNotEndedSql("a")} AND ${validityStartedSql("a")}))::int AS total`;
       } else {
         sql = `SELECT count(*)::int AS total FROM ${from} WHERE ${where}`;
       }

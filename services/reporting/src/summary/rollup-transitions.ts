@@ -7,7 +7,7 @@
  * apply a row twice. A summary may therefore lag a validity boundary by about
  * the loop's period (1 s by default).
  */
-import { isLockConflict, type Logger, type Worker } from "@whereabouts/shared";
+import { isLockConflict, startPeriodic, type Logger, type Worker } from "@whereabouts/shared";
 import { takeSwapLockShared, TX_OPTIONS, type ReportingDb } from "../reporting-db.ts";
 
 /**
@@ -57,36 +57,23 @@ export async function applyDueTransitions(db: ReportingDb, batchSize: number): P
 export function startRollupTransitions(deps: { db: ReportingDb; logger: Logger; everyMs?: number; batchSize?: number }): Worker {
   const everyMs = deps.everyMs ?? 1000;
   const batchSize = deps.batchSize ?? 1000;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const round = async () => {
-    let total = 0;
-    // Batch after batch while full, so a backlog (the service was down) drains
-    // without waiting a period per batch and without one long transaction.
-    for (;;) {
-      const applied = await applyDueTransitions(deps.db, batchSize);
-      total += applied;
-      if (applied < batchSize || stopped) break;
-    }
-    if (total > 0) deps.logger.debug({ applied: total }, "roll-up validity boundaries applied");
-  };
-  const tick = () => {
-    running = round()
-      .catch((err: unknown) => {
-        if (isLockConflict(err)) deps.logger.debug({ err }, "roll-up boundaries gave way to a projection batch; next round retries");
-        else deps.logger.warn({ err }, "roll-up boundaries failed; next round retries");
-      })
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, everyMs);
-      });
-  };
-  tick();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
+  return startPeriodic({
+    everyMs,
+    ref: true,
+    round: async (stopping) => {
+      let total = 0;
+      // Batch after batch while full, so a backlog (the service was down) drains
+      // without waiting a period per batch and without one long transaction.
+      for (;;) {
+        const applied = await applyDueTransitions(deps.db, batchSize);
+        total += applied;
+        if (applied < batchSize || stopping()) break;
+      }
+      if (total > 0) deps.logger.debug({ applied: total }, "roll-up validity boundaries applied");
     },
-  };
+    onError: (err) => {
+      if (isLockConflict(err)) deps.logger.debug({ err }, "roll-up boundaries gave way to a projection batch; next round retries");
+      else deps.logger.warn({ err }, "roll-up boundaries failed; next round retries");
+    },
+  });
 }

@@ -3,13 +3,13 @@
  * on the organization's catalog writes (like the report), then the roll-up.
  */
 import {
-  forbidden,
   notFound,
   parsePathId,
   QueryReader,
   type ConsistencyGate,
   type LocationSummaryView,
   type RpcRequest,
+  requireOrg,
 } from "@whereabouts/shared";
 import type { ReportingDb } from "../reporting-db.ts";
 import { lastSeenInSubtree, liveLocation, summaryCounts } from "./summary-store.ts";
@@ -17,8 +17,7 @@ import { lastSeenInSubtree, liveLocation, summaryCounts } from "./summary-store.
 export function createSummaryService(deps: { db: ReportingDb; catalog: ConsistencyGate }) {
   return {
     async summary(request: Pick<RpcRequest, "principal" | "query" | "params" | "catalog_seq">): Promise<LocationSummaryView> {
-      const orgId = request.principal.org_id;
-      if (orgId === null) throw forbidden("The API key has no organization context");
+      const orgId = requireOrg(request.principal);
       const id = parsePathId("location_id", request.params.location_id);
       new QueryReader(request.query).finish();
       await deps.catalog.reach(request.catalog_seq);

@@ -17,14 +17,14 @@
  * locations with the highest upper bounds only. Never a walk over the
  * subtree's assets, nor a look at any asset outside it.
  */
+import { effectiveSql, wireTimestampSql } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 
-const EFFECTIVE = (alias: string) => `${alias}.valid_from <= now() AND (${alias}.valid_to IS NULL OR ${alias}.valid_to > now())`;
 /** The subtree's live, currently effective locations ($1 org, $2 the root of it). */
 const SUBTREE = `sub AS MATERIALIZED (
     SELECT c.descendant_id AS id FROM reporting.location_closure c
       JOIN reporting.locations l ON l.org_id = c.org_id AND l.location_id = c.descendant_id
-     WHERE c.org_id = $1 AND c.ancestor_id = $2 AND l.deleted_at IS NULL AND ${EFFECTIVE("l")})`;
+     WHERE c.org_id = $1 AND c.ancestor_id = $2 AND l.deleted_at IS NULL AND ${effectiveSql("l")})`;
 
 export interface SummaryCounts {
   assets_here: number;
@@ -69,13 +69,13 @@ export async function lastSeenInSubtree(db: SqlRunner, orgId: number, id: number
           WHERE r.last_seen_max IS NOT NULL
           ORDER BY r.last_seen_max DESC LIMIT $3)
        SELECT c.last_seen_max AS bound,
-              to_char(x.last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS seen
+              ${wireTimestampSql("x.last_seen_at")} AS seen
          FROM candidates c
          LEFT JOIN LATERAL (
            SELECT p.last_seen_at FROM reporting.positions p
              JOIN reporting.assets a ON a.org_id = p.org_id AND a.asset_id = p.asset_id
             WHERE p.org_id = $1 AND p.location_id = c.location_id
-              AND a.external_key IS NOT NULL AND a.deleted_at IS NULL AND ${EFFECTIVE("a")}
+              AND a.external_key IS NOT NULL AND a.deleted_at IS NULL AND ${effectiveSql("a")}
             ORDER BY p.last_seen_at DESC, p.asset_id DESC LIMIT 1) x ON true
         ORDER BY c.last_seen_max DESC`,
       orgId,

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { publishCatalogEvent } from "@whereabouts/shared/testing";
+import { publishCatalogEvent, testAssetView, testCatalogEventHead, testLocationView, testTagRecord, testTagView } from "@whereabouts/shared/testing";
 import {
   AssetPositionEvent,
   DURABLES,
@@ -19,10 +19,7 @@ import {
   CatalogEvent,
   encodeJson,
   trackingEventSubject,
-  type AssetView,
-  type LocationView,
   type NatsConnection,
-  type TagRecord,
   type TagView,
 } from "@whereabouts/shared";
 
@@ -73,18 +70,8 @@ export interface PositionInput {
   verb?: "moved" | "seen";
 }
 
-function tagView(t: Omit<TagInput, "assetId">): TagView {
-  return {
-    id: t.id,
-    tag_type: t.tagType ?? "rfid",
-    value: t.value,
-    is_active: t.isActive ?? true,
-    valid_from: t.validFrom ?? EPOCH,
-    valid_to: t.validTo ?? null,
-    created_at: EPOCH,
-    updated_at: EPOCH,
-  };
-}
+const tagView = (t: Omit<TagInput, "assetId">): TagView =>
+  testTagView({ id: t.id, value: t.value, tag_type: t.tagType, is_active: t.isActive, valid_from: t.validFrom, valid_to: t.validTo }, EPOCH);
 
 export function createEventPublisher(nc: NatsConnection, orgId: number, options: { awaitPositions?: boolean } = {}) {
   const js = jetstream(nc);
@@ -94,16 +81,7 @@ export function createEventPublisher(nc: NatsConnection, orgId: number, options:
   /** Waits until reporting has applied every position event published so far. */
   const positionsApplied = async () =>
     waitForConsumer(await jetstreamManager(nc), STREAMS.TRACKING.name, DURABLES.reportingTracking, 10_000);
-  const base = (entity: string, id: number, version: number, verb: string) => ({
-    version: 1 as const,
-    event_id: randomUUID(),
-    org_id: orgId,
-    entity,
-    entity_id: id,
-    entity_version: version,
-    verb,
-    occurred_at: new Date().toISOString(),
-  });
+  const head = (id: number, version: number, verb: CatalogEvent["verb"]) => testCatalogEventHead(orgId, id, version, verb);
 
   return {
     orgId,
@@ -111,59 +89,50 @@ export function createEventPublisher(nc: NatsConnection, orgId: number, options:
     positionsApplied,
 
     async location(input: LocationInput) {
-      const data: LocationView = {
-        id: input.id,
-        external_key: input.key,
-        name: `Location ${input.key}`,
-        description: null,
-        is_active: true,
-        parent_id: null,
-        parent_external_key: null,
-        is_zone: false,
-        max_dwell_s: null,
-        valid_from: input.validFrom ?? EPOCH,
-        valid_to: input.validTo ?? null,
-        created_at: EPOCH,
-        updated_at: EPOCH,
-        deleted_at: input.deletedAt ?? null,
-        tags: [],
-      };
+      const data = testLocationView(
+        { id: input.id, external_key: input.key, name: `Location ${input.key}`, valid_from: input.validFrom, valid_to: input.validTo, deleted_at: input.deletedAt },
+        EPOCH,
+      );
       const verb = input.verb ?? (input.deletedAt ? "deleted" : "created");
-      const event = CatalogEvent.parse({ ...base("location", input.id, input.version ?? 1, verb), data });
+      const event = CatalogEvent.parse({ ...head(input.id, input.version ?? 1, verb), entity: "location", data });
       await publishCatalogEvent(nc, event, randomUUID());
     },
 
     async asset(input: AssetInput) {
-      const data: AssetView = {
-        id: input.id,
-        external_key: input.key,
-        name: input.name ?? `Asset ${input.key}`,
-        description: null,
-        is_active: true,
-        metadata: {},
-        valid_from: input.validFrom ?? EPOCH,
-        valid_to: input.validTo ?? null,
-        location_id: null,
-        location_external_key: null,
-        created_at: EPOCH,
-        updated_at: EPOCH,
-        deleted_at: input.deletedAt ?? null,
-        tags: (input.tags ?? []).map(tagView),
-      };
+      const data = testAssetView(
+        {
+          id: input.id,
+          external_key: input.key,
+          name: input.name ?? `Asset ${input.key}`,
+          valid_from: input.validFrom,
+          valid_to: input.validTo,
+          deleted_at: input.deletedAt,
+          tags: (input.tags ?? []).map(tagView),
+        },
+        EPOCH,
+      );
       const verb = input.verb ?? (input.deletedAt ? "deleted" : "created");
-      const event = CatalogEvent.parse({ ...base("asset", input.id, input.version ?? 1, verb), data });
+      const event = CatalogEvent.parse({ ...head(input.id, input.version ?? 1, verb), entity: "asset", data });
       await publishCatalogEvent(nc, event, randomUUID());
     },
 
     async tag(input: TagInput) {
-      const data: TagRecord = {
-        ...tagView(input),
-        owner_type: input.ownerType ?? "asset",
-        owner_id: input.assetId,
-        deleted_at: input.deletedAt ?? null,
-      };
+      const data = testTagRecord(
+        {
+          id: input.id,
+          value: input.value,
+          tag_type: input.tagType,
+          is_active: input.isActive,
+          valid_from: input.validFrom,
+          valid_to: input.validTo,
+          deleted_at: input.deletedAt,
+          owner_type: input.ownerType ?? "asset",
+          owner_id: input.assetId,
+        },
+        EPOCH,
+      );
       const verb = input.verb ?? (input.deletedAt ? "detached" : "attached");
-      const event = CatalogEvent.parse({ ...base("tag", input.id, input.version ?? 1, verb), data });
+      const event = CatalogEvent.parse({ ...head(input.id, input.version ?? 1, verb), entity: "tag", data });
       await publishCatalogEvent(nc, event, randomUUID());
     },
 

@@ -6,12 +6,10 @@
  */
 import {
   fieldError,
-  forbidden,
   notFound,
   parseBody,
   parsePathId,
   QueryReader,
-  RFC3339,
   toWireTimestamp,
   toWireTimestampOrNull,
   ValidationError,
@@ -23,6 +21,11 @@ import {
   type RpcRequest,
   type WebhookDeliveryView,
   type WebhookView,
+  epochMicros,
+  listEnvelope,
+  parseInstant,
+  requireOrg,
+  rfc3339Message,
 } from "@whereabouts/shared";
 import type { ReportingDb } from "../reporting-db.ts";
 import { newWebhookSecret } from "./signature.ts";
@@ -50,11 +53,7 @@ const view = (row: WebhookRow): WebhookView => ({
 
 type Request = Pick<RpcRequest, "principal" | "query" | "params" | "body">;
 
-function orgOf(request: Request): number {
-  const orgId = request.principal.org_id;
-  if (orgId === null) throw forbidden("The API key has no organization context");
-  return orgId;
-}
+const orgOf = (request: Request): number => requireOrg(request.principal);
 
 const webhookId = (request: Request) => parsePathId("webhook_id", request.params.webhook_id);
 const gone = () => notFound("Webhook not found");
@@ -125,7 +124,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           orgId,
         ),
       ]);
-      return { data: rows.map(view), limit, offset, total_count: count[0]?.n ?? 0 };
+      return listEnvelope(rows.map(view), { limit, offset }, count[0]?.n ?? 0);
     },
 
     async get(request: Request): Promise<WebhookView> {
@@ -222,8 +221,8 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         ),
         db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM reporting.webhook_attempts WHERE ${where}`, ...args),
       ]);
-      return {
-        data: rows.map((r) => ({
+      return listEnvelope(
+        rows.map((r) => ({
           event_id: r.event_id,
           event_type: r.event_type,
           attempt: r.attempt,
@@ -234,10 +233,9 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           state: r.state,
           error: r.error,
         })),
-        limit,
-        offset,
-        total_count: count[0]?.n ?? 0,
-      };
+        { limit, offset },
+        count[0]?.n ?? 0,
+      );
     },
 
     /** `POST .../replay?from=<time>[&to=<time>]`: the window's events (of the webhook's types) go out again, in order. */
@@ -251,7 +249,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       if (request.body !== undefined && (request.body === null || typeof request.body !== "object" || Object.keys(request.body).length)) {
         throw new ValidationError([fieldError("body", "invalid_value", "replay takes its window in the query (from, to); send no body or {}")]);
       }
-      if (from && to && Date.parse(to) <= Date.parse(from)) {
+      if (from && to && epochMicros(to) <= epochMicros(from)) {
         throw new ValidationError([fieldError("to", "invalid_value", "to must be after from")]);
       }
       await find(orgId, id);
@@ -281,8 +279,8 @@ function instant(reader: QueryReader, name: string, required: boolean): string |
     if (required) reader.fail(name, "required", `${name} is required (RFC 3339)`);
     return undefined;
   }
-  if (!RFC3339.test(raw) || Number.isNaN(Date.parse(raw))) {
-    reader.fail(name, "invalid_value", `${name} must be an RFC 3339 timestamp`);
+  if (!parseInstant(raw, { maxFractionDigits: 9 })) {
+    reader.fail(name, "invalid_value", rfc3339Message(name));
     return undefined;
   }
   return raw;

@@ -1,12 +1,10 @@
 /** RPC `tracking.history.list`: GET /api/v1/assets/{asset_id}/history, forwarded by the gateway. */
-import { notFound, type RpcHandler } from "@whereabouts/shared";
+import { requireOrg, type RpcHandler } from "@whereabouts/shared";
 import type { HistoryService } from "../history/history-service.ts";
 
 export function historyListHandler(history: HistoryService): RpcHandler {
   return async (request) => {
-    const orgId = request.principal.org_id;
-    // The gateway guarantees an org context; without one nothing resolves.
-    if (orgId === null) throw notFound("Asset not found");
+    const orgId = requireOrg(request.principal);
     const body = await history.list({ orgId, params: request.params, query: request.query, catalogSeq: request.catalog_seq });
     return { status: 200, headers: {}, body };
   };

@@ -2,14 +2,13 @@
  * RPC `tracking.scan.status`: what became of a handheld submission (the
  * gateway's GET /handheld/api/scans/<event_id>). No outcome yet: pending.
  */
-import { badRequest, notFound, type RpcHandler } from "@whereabouts/shared";
+import { badRequest, requireOrg, type RpcHandler } from "@whereabouts/shared";
 import type { Db } from "../db/tracking-db.ts";
 import { findOutcome } from "../scans/scan-outcomes.ts";
 
 export function scanStatusHandler(db: Db): RpcHandler {
   return async (request) => {
-    const orgId = request.principal.org_id;
-    if (orgId === null) throw notFound("Scan not found");
+    const orgId = requireOrg(request.principal);
     const eventId = request.params.event_id;
     if (typeof eventId !== "string" || eventId === "") throw badRequest("event_id is required");
     const outcome = await findOutcome(db, orgId, eventId);

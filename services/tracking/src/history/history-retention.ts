@@ -8,7 +8,7 @@
  * what went. One replica at a time (an advisory lock).
  */
 import type pg from "pg";
-import { checkout, type Logger, type Metrics, type Worker } from "@whereabouts/shared";
+import { checkout, epochMicrosSql, startPeriodic, type Logger, type Metrics, type Worker } from "@whereabouts/shared";
 
 const ASSETS_PER_BATCH = 100;
 const LOCK = "whereabouts:tracking:history-retention";
@@ -33,7 +33,7 @@ export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Met
             `WITH a AS (
                SELECT asset_id FROM tracking.positions WHERE org_id = $1 AND asset_id > $2 ORDER BY asset_id LIMIT $3
              ), cutoff AS (
-               SELECT ((extract(epoch FROM now() - make_interval(days => $4)) * 1000000)::bigint) * 16 AS key
+               SELECT (${epochMicrosSql("now() - make_interval(days => $4)")}) * 16 AS key
              ), gone AS (
                DELETE FROM tracking.history h USING a, cutoff
                 WHERE h.org_id = $1 AND h.asset_id = a.asset_id AND h.observed_key < cutoff.key
@@ -77,8 +77,7 @@ export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Met
 
 /** Runs a pass every `everyMs` (and once at start). */
 export function startHistoryRetention(deps: { pool: pg.Pool; logger: Logger; metrics?: Metrics; everyMs: number }): Worker & { runNow(): Promise<number> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  // Passes never overlap: the periodic ones and runNow's queue on one chain.
   let running: Promise<number> = Promise.resolve(0);
   const pass = () =>
     (running = running.then(() =>
@@ -87,17 +86,11 @@ export function startHistoryRetention(deps: { pool: pg.Pool; logger: Logger; met
         return 0;
       }),
     ));
-  const tick = () => {
-    void pass().finally(() => {
-      if (!stopped) timer = setTimeout(tick, deps.everyMs);
-    });
-  };
-  tick();
+  const periodic = startPeriodic({ everyMs: deps.everyMs, ref: true, round: async () => void (await pass()), onError: () => undefined });
   return {
     runNow: pass,
     async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
+      await periodic.stop();
       await running;
     },
   };

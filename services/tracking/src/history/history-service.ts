@@ -4,10 +4,13 @@
  */
 import {
   formatMicros,
+  listEnvelope,
   notFound,
   parsePathId,
   parseRfc3339,
   QueryReader,
+  rfc3339Message,
+  toWireTimestamp,
   type AssetHistoryItem,
   type ConsistencyGate,
   type ListEnvelope,
@@ -35,7 +38,7 @@ export function parseHistoryRequest(request: HistoryRequest): HistoryPageQuery {
     if (raw === undefined) return undefined;
     const instant = parseRfc3339(raw);
     if (!instant) {
-      q.fail(name, "invalid_value", `${name} must be an RFC 3339 timestamp`);
+      q.fail(name, "invalid_value", rfc3339Message(name));
       return undefined;
     }
     return formatMicros(instant);
@@ -64,17 +67,16 @@ export function createHistoryService(deps: { db: TrackingClient; catalog: Consis
       await deps.catalog.reach(request.catalogSeq);
       if (!(await liveAsset(db, q.orgId, q.assetId))) throw notFound("Asset not found");
       const { rows, total } = await historyPage(db, q);
-      return {
-        data: rows.map((r) => ({
-          event_observed_at: r.observed_at.toISOString(),
+      return listEnvelope(
+        rows.map((r) => ({
+          event_observed_at: toWireTimestamp(r.observed_at),
           location_id: r.location_id,
           location_external_key: r.location_external_key,
           duration_seconds: r.duration_seconds === null ? null : Number(r.duration_seconds),
         })),
-        limit: q.limit,
-        offset: q.offset,
-        total_count: total,
-      };
+        q,
+        total,
+      );
     },
   };
 }

@@ -9,6 +9,7 @@
  *
  * observed_key = (µs since the Unix epoch) * 16 + tie; `>> 4` gives the µs.
  */
+import { effectiveSql, epochMicrosSql, sqlOffset } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
 
 export interface HistoryPageQuery {
@@ -36,7 +37,7 @@ export interface HistoryPage {
 }
 
 /** SQL: an instant parameter as its first observed_key. */
-const keyOf = (param: string) => `(extract(epoch FROM ${param}::timestamptz) * 1000000)::bigint * 16`;
+const keyOf = (param: string) => `${epochMicrosSql(`${param}::timestamptz`)} * 16`;
 
 /** The page and total_count, from one statement. */
 export async function historyPage(db: Db, q: HistoryPageQuery): Promise<HistoryPage> {
@@ -50,7 +51,7 @@ export async function historyPage(db: Db, q: HistoryPageQuery): Promise<HistoryP
     params.push(q.to);
     where.push(`observed_key < ${keyOf(`$${params.length}`)}`);
   }
-  params.push(q.limit, q.offset);
+  params.push(q.limit, sqlOffset(q));
   const dir = q.descending ? "DESC" : "ASC";
   // The whole history's count is kept on the position row (history_count:
   // raised by the rows each batch writes, in the same transaction, lowered by
@@ -90,9 +91,9 @@ export async function historyPage(db: Db, q: HistoryPageQuery): Promise<HistoryP
               date_trunc('milliseconds', timestamptz 'epoch'
                 + ((t.observed_key >> 4) / 1000000) * interval '1 second'
                 + ((t.observed_key >> 4) % 1000000) * interval '1 microsecond') AS observed_at,
-              CASE WHEN l.id IS NOT NULL AND l.valid_from <= now() AND (l.valid_to IS NULL OR l.valid_to > now())
+              CASE WHEN l.id IS NOT NULL AND ${effectiveSql("l")}
                    THEN l.id END AS location_id,
-              CASE WHEN l.id IS NOT NULL AND l.valid_from <= now() AND (l.valid_to IS NULL OR l.valid_to > now())
+              CASE WHEN l.id IS NOT NULL AND ${effectiveSql("l")}
                    THEN l.external_key END AS location_external_key,
               t.gap_us / 1000000 AS duration_seconds
          FROM timed t

@@ -3,7 +3,7 @@
  * tags): set-based, version-checked upserts fed by the CATALOG stream, and the
  * resolution queries scans run against it.
  */
-import { unnestColumns } from "@whereabouts/shared";
+import { effectiveSql, unnestColumns } from "@whereabouts/shared";
 import { execute, query, type Db } from "../db/tracking-db.ts";
 
 export interface LocationRow {
@@ -214,7 +214,7 @@ export async function resolveLocations(db: Db, refs: LocationRef[]): Promise<Arr
                    SELECT s.location_id FROM tracking.scan_points s
                     WHERE s.org_id = r.org_id AND s.source = r.source
                       AND (s.antenna = r.antenna OR s.antenna IS NULL) AND s.deleted_at IS NULL
-                      AND s.valid_from <= now() AND (s.valid_to IS NULL OR s.valid_to > now())
+                      AND ${effectiveSql("s")}
                     ORDER BY s.antenna IS NULL, s.id DESC LIMIT 1) s
                   CROSS JOIN LATERAL (
                    SELECT l.id FROM tracking.locations l
@@ -275,7 +275,7 @@ export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<Array<nu
          SELECT t.owner_id FROM tracking.tags t
           WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
             AND t.owner_type = 'asset' AND t.deleted_at IS NULL AND t.is_active
-            AND t.valid_from <= now() AND (t.valid_to IS NULL OR t.valid_to > now())
+            AND ${effectiveSql("t")}
           ORDER BY t.id DESC LIMIT 1
        ) t ON true`,
     unnestColumns(refs, "orgId", "tagType", "value"),

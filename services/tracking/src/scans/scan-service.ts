@@ -246,7 +246,7 @@ export function createScanService(deps: {
       if (outcomes.length) await recordOutcomes(db, outcomes);
       await Promise.all([
         deps.positions.publish(announce),
-        ...refused.map(({ msg, refusal }) => deadLetter(js, toScanMessage(msg), refusal)),
+        ...refused.map(({ msg, refusal }) => deadLetter(js, msg, refusal)),
       ]);
       lap("publish_ms");
       for (const msg of skipped) msg.ack();
@@ -255,7 +255,6 @@ export function createScanService(deps: {
         logger.warn({ subject: msg.subject, stream_seq: msg.seq, reason: refusal.reason, detail: refusal.detail }, "scan dead-lettered");
         metrics.deadLettered[refusal.reason]++;
         deps.counters.deadLettered(refusal.reason);
-        msg.term();
       }
       metrics.batches++;
       metrics.scansProcessed += fresh;
@@ -340,10 +339,9 @@ export function createScanService(deps: {
         const org = parsed.kind === "scan" ? String(parsed.orgId) : "unknown";
         const detail = err instanceof Error ? err.message : String(err);
         logger.error({ err, subject: msg.subject, stream_seq: msg.seq }, "scan could not be processed; dead-lettered");
-        await deadLetter(js, toScanMessage(msg), { org, reason: "processing_failed", detail });
+        await deadLetter(js, msg, { org, reason: "processing_failed", detail });
         metrics.deadLettered.processing_failed++;
         deps.counters.deadLettered("processing_failed");
-        msg.term();
       },
     });
     const previous = settling;

@@ -2,7 +2,7 @@
  * The hot SQL of ingestion, set-based: idempotency keys, then positions and
  * history in one statement per batch.
  */
-import { unnestColumns } from "@whereabouts/shared";
+import { epochMicrosSql, microsTimestampSql, unnestColumns } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
 
 /**
@@ -44,8 +44,6 @@ export interface PositionState {
   previousLocationId: number | null;
 }
 
-const MICROS = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
-
 /** Scans of one asset at one microsecond beyond this many cannot be ordered (observed_key has 4 tie bits). */
 export const MAX_TIES = 16;
 
@@ -83,7 +81,7 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
     // Named up front: pg_stat_activity shows only the first 1 kB of a statement.
     `/* scan batch: tracking.positions, tracking.history */
      WITH input AS (
-       SELECT t.*, (extract(epoch FROM t.observed_at) * 1000000)::bigint AS micros
+       SELECT t.*, ${epochMicrosSql("t.observed_at")} AS micros
          FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::bool[])
               AS t(org_id, asset_id, observed_at, location_id, ord, keep)
      ), ranked AS (
@@ -117,7 +115,7 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
        RETURNING org_id, asset_id, observed_key
      )
      SELECT 'position' AS kind, u.org_id, u.asset_id, u.location_id,
-            to_char(u.observed_at AT TIME ZONE 'UTC', ${MICROS}) AS observed_at, u.seq, u.prev_location_id,
+            ${microsTimestampSql("u.observed_at")} AS observed_at, u.seq, u.prev_location_id,
             NULL::text AS micros, NULL::int AS ord
        FROM up u JOIN newest n ON n.org_id = u.org_id AND n.asset_id = u.asset_id
       WHERE u.seq > u.scan_count - n.n
@@ -193,7 +191,7 @@ export async function currentPositions(db: Db, assets: Array<{ orgId: number; as
     prev_location_id: number | null;
   }>(
     db,
-    `SELECT p.org_id, p.asset_id, p.location_id, to_char(p.observed_at AT TIME ZONE 'UTC', ${MICROS}) AS observed_at,
+    `SELECT p.org_id, p.asset_id, p.location_id, ${microsTimestampSql("p.observed_at")} AS observed_at,
             p.seq, p.prev_location_id
        FROM unnest($1::int[], $2::int[]) AS a(org_id, asset_id)
        JOIN tracking.positions p ON p.org_id = a.org_id AND p.asset_id = a.asset_id`,

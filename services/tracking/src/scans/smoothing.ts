@@ -10,7 +10,7 @@
  * they do for the position upsert). A late read (older than the position)
  * always writes its row.
  */
-import { parseRfc3339 } from "@whereabouts/shared";
+import { epochMicrosSql, parseRfc3339 } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
 import type { ScanRow } from "./scan-store.ts";
 
@@ -42,8 +42,8 @@ export async function applySmoothing(tx: Db, rows: ScanRow[]): Promise<number> {
   const states = await query<{ org_id: number; asset_id: number; location_id: number; observed_us: string; history_us: string | null }>(
     tx,
     `SELECT p.org_id, p.asset_id, p.location_id,
-            (extract(epoch FROM p.observed_at) * 1000000)::bigint::text AS observed_us,
-            (extract(epoch FROM p.history_at) * 1000000)::bigint::text AS history_us
+            ${epochMicrosSql("p.observed_at")}::text AS observed_us,
+            ${epochMicrosSql("p.history_at")}::text AS history_us
        FROM tracking.positions p
        JOIN unnest($1::int[], $2::int[]) AS a(org_id, asset_id) ON p.org_id = a.org_id AND p.asset_id = a.asset_id
       ORDER BY p.org_id, p.asset_id

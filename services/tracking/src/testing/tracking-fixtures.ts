@@ -4,7 +4,7 @@
  * SCANS, and readers for the dead-letter and TRACKING streams. Used by tests
  * only; nothing here is mocked.
  */
-import { publishCatalogEvent, readStream } from "@whereabouts/shared/testing";
+import { publishCatalogEvent, readStream, testAssetView, testCatalogEventHead, testLocationView, testTagRecord } from "@whereabouts/shared/testing";
 import { jetstream } from "@nats-io/jetstream";
 import {
   CatalogEvent,
@@ -61,81 +61,20 @@ export function catalogFixture(nc: NatsConnection) {
     return parsed;
   }
 
-  const base = (orgId: number, entity: "asset" | "location" | "tag", id: number, verb: CatalogEvent["verb"], version?: number) => ({
-    version: 1 as const,
-    event_id: `test-${process.pid}-${++eventCounter}-${Date.now()}`,
-    org_id: orgId,
-    entity_id: id,
-    entity_version: version ?? nextVersion(entity, id),
-    verb,
-    occurred_at: new Date().toISOString(),
-  });
+  const head = (orgId: number, entity: "asset" | "location" | "tag", id: number, verb: CatalogEvent["verb"], version?: number) =>
+    testCatalogEventHead(orgId, id, version ?? nextVersion(entity, id), verb, `test-${process.pid}-${++eventCounter}-${Date.now()}`);
 
   return {
     publish,
     location(orgId: number, f: LocationFacts, opts: { verb?: CatalogEvent["verb"]; version?: number } = {}) {
-      return publish({
-        ...base(orgId, "location", f.id, opts.verb ?? "created", opts.version),
-        entity: "location",
-        data: {
-          id: f.id,
-          external_key: f.external_key,
-          name: f.external_key,
-          description: null,
-          is_active: true,
-          parent_id: null,
-          parent_external_key: null,
-          is_zone: false,
-          max_dwell_s: null,
-          valid_from: f.valid_from ?? EPOCH,
-          valid_to: f.valid_to ?? null,
-          created_at: EPOCH,
-          updated_at: EPOCH,
-          deleted_at: f.deleted_at ?? null,
-          tags: [],
-        },
-      });
+      return publish({ ...head(orgId, "location", f.id, opts.verb ?? "created", opts.version), entity: "location", data: testLocationView(f, EPOCH) });
     },
     asset(orgId: number, f: AssetFacts, opts: { verb?: CatalogEvent["verb"]; version?: number } = {}) {
-      return publish({
-        ...base(orgId, "asset", f.id, opts.verb ?? "created", opts.version),
-        entity: "asset",
-        data: {
-          id: f.id,
-          external_key: f.external_key ?? `ASSET-${f.id}`,
-          name: `Asset ${f.id}`,
-          description: null,
-          is_active: true,
-          metadata: {},
-          valid_from: EPOCH,
-          valid_to: null,
-          location_id: null,
-          location_external_key: null,
-          created_at: EPOCH,
-          updated_at: EPOCH,
-          deleted_at: f.deleted_at ?? null,
-          tags: [],
-        },
-      });
+      const data = testAssetView({ id: f.id, external_key: f.external_key ?? `ASSET-${f.id}`, deleted_at: f.deleted_at }, EPOCH);
+      return publish({ ...head(orgId, "asset", f.id, opts.verb ?? "created", opts.version), entity: "asset", data });
     },
     tag(orgId: number, f: TagFacts, opts: { verb?: CatalogEvent["verb"]; version?: number } = {}) {
-      return publish({
-        ...base(orgId, "tag", f.id, opts.verb ?? "attached", opts.version),
-        entity: "tag",
-        data: {
-          id: f.id,
-          tag_type: f.tag_type ?? "rfid",
-          value: f.value,
-          is_active: f.is_active ?? true,
-          valid_from: f.valid_from ?? EPOCH,
-          valid_to: f.valid_to ?? null,
-          created_at: EPOCH,
-          updated_at: EPOCH,
-          owner_type: f.owner_type,
-          owner_id: f.owner_id,
-          deleted_at: f.deleted_at ?? null,
-        },
-      });
+      return publish({ ...head(orgId, "tag", f.id, opts.verb ?? "attached", opts.version), entity: "tag", data: testTagRecord(f, EPOCH) });
     },
   };
 }
