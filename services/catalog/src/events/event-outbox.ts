@@ -6,6 +6,8 @@
  */
 
 import {
+  CATALOG_BATCH_MAX_BYTES,
+  catalogBatchSubject,
   catalogEventSubject,
   type CatalogEvent,
   currentDeadline,
@@ -101,6 +103,43 @@ export async function recordEvents(tx: Db, events: BuiltEvent[]): Promise<Pendin
 /** Records events in the outbox inside `tx` at once (a bulk job's batch), for the relay to publish after commit. */
 export async function recordEventInputs(tx: Db, inputs: EventInput[]): Promise<void> {
   await recordEvents(tx, inputs.map(buildEvent));
+}
+
+/**
+ * Records a bulk job's events as batch messages (CatalogEventBatch): each
+ * event built whole as it would travel alone, then packed in emit order, per
+ * organization, into outbox rows of at most CATALOG_BATCH_MAX_BYTES of event
+ * JSON. One row (and one JetStream message) per few hundred events.
+ */
+export async function recordEventBatches(tx: Db, inputs: EventInput[]): Promise<number> {
+  const batches: BuiltEvent[] = [];
+  let parts: string[] = [];
+  let bytes = 0;
+  let orgId: number | undefined;
+  const close = () => {
+    if (orgId === undefined || !parts.length) return;
+    batches.push({
+      eventId: newEventId(),
+      subject: catalogBatchSubject(orgId),
+      orgId,
+      json: `{"version":1,"org_id":${orgId},"events":[${parts.join(",")}]}`,
+    });
+    parts = [];
+    bytes = 0;
+  };
+  for (const input of inputs) {
+    const { json } = buildEvent(input);
+    const size = Buffer.byteLength(json);
+    if (input.orgId !== orgId || bytes + size > CATALOG_BATCH_MAX_BYTES) {
+      close();
+      orgId = input.orgId;
+    }
+    parts.push(json);
+    bytes += size + 1;
+  }
+  close();
+  await recordEvents(tx, batches);
+  return batches.length;
 }
 
 /** Emits events from inside a unit of work. */

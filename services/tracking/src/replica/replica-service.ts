@@ -5,6 +5,7 @@
  */
 import {
   CatalogEvent,
+  catalogEventsOf,
   decodeJson,
   ensureConsumer,
   formatMicros,
@@ -40,20 +41,35 @@ function instant(text: string, field: string): string {
 }
 const instantOrNull = (text: string | null, field: string) => (text === null ? null : instant(text, field));
 
-/** Parses one CATALOG message; throws InvalidCatalogEvent for poison. */
-export function parseCatalogMessage(data: Uint8Array): CatalogEvent {
-  let json: unknown;
-  try {
-    json = decodeJson(data);
-  } catch {
-    throw new InvalidCatalogEvent("payload is not JSON");
-  }
+function parseEvent(json: unknown): CatalogEvent {
   const parsed = CatalogEvent.safeParse(json);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     throw new InvalidCatalogEvent(`schema: ${first ? `${first.path.join(".")}: ${first.message}` : "invalid"}`);
   }
   return parsed.data;
+}
+
+/** Parses one CATALOG message; throws InvalidCatalogEvent for poison. */
+export function parseCatalogMessage(data: Uint8Array): CatalogEvent {
+  const [event] = parseCatalogMessages("", data);
+  return event!;
+}
+
+/**
+ * A CATALOG message as its events: one, or a bulk job's batch (CatalogEventBatch,
+ * by its subject in the contracts' terms). Any bad event makes the whole message poison.
+ */
+export function parseCatalogMessages(subject: string, data: Uint8Array): CatalogEvent[] {
+  let json: unknown;
+  try {
+    json = decodeJson(data);
+  } catch {
+    throw new InvalidCatalogEvent("payload is not JSON");
+  }
+  const events = catalogEventsOf(subject, json);
+  if (!events) throw new InvalidCatalogEvent("schema: not a catalog event batch of one organization");
+  return events.map(parseEvent);
 }
 
 /** The replica rows one batch of events implies: newest version per entity. */
@@ -192,10 +208,10 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
     const good: JsMsg[] = [];
     for (const msg of messages) {
       try {
-        const event = parseCatalogMessage(msg.data);
+        const parsed = parseCatalogMessages(msg.subject, msg.data).map((event) => ({ event, streamSeq: msg.seq }));
         // Timestamps are checked here too, so a bad one is poison, not a failed batch.
-        toReplicaChanges([{ event, streamSeq: msg.seq }]);
-        events.push({ event, streamSeq: msg.seq });
+        toReplicaChanges(parsed);
+        events.push(...parsed);
         good.push(msg);
       } catch (err) {
         if (!(err instanceof InvalidCatalogEvent)) throw err;
