@@ -45,6 +45,8 @@ export interface ConsumerSpec {
    * CatalogEventBatch) keep batches, transactions and memory bounded by this.
    */
   maxBatchBytes?: number;
+  /** Messages pulled at once (default twice batchSize): with large messages, what the client may hold in flight. */
+  pullMessages?: number;
 }
 
 export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<void> {
@@ -119,10 +121,9 @@ export async function runBatchConsumer(options: {
       metrics?.consumerDeadLettered.inc({ ...labels, reason });
     },
   };
-  const messages = await consumer.consume(
-    // The client takes one bound or the other; the buffer below keeps both.
-    spec.maxBatchBytes ? { max_bytes: spec.maxBatchBytes * 2 } : { max_messages: spec.batchSize * 2 },
-  );
+  // Pulled by message count only: a pull bounded by bytes stalls (until missed heartbeats, 30 s and
+  // more) when its remaining bytes are fewer than the next message's. `pullMessages` bounds large messages.
+  const messages = await consumer.consume({ max_messages: spec.pullMessages ?? spec.batchSize * 2 });
   const byteLimit = spec.maxBatchBytes ?? Number.POSITIVE_INFINITY;
 
   const buffer: JsMsg[] = [];

@@ -112,9 +112,11 @@ export type CatalogEvent = z.infer<typeof CatalogEvent>;
 export const CATALOG_BATCH_ENTITY = "batch";
 export const CATALOG_BATCH_VERB = "events";
 /** Bytes of event JSON per batch message: far under NATS' max_payload (1 MiB by default) even as jsonb text. */
-export const CATALOG_BATCH_MAX_BYTES = 256 * 1024;
+export const CATALOG_BATCH_MAX_BYTES = 128 * 1024;
 /** Bytes a CATALOG consumer takes per batch (ConsumerSpec.maxBatchBytes): a few thousand events a transaction. */
 export const CATALOG_CONSUMER_BATCH_BYTES = 2 * 1024 * 1024;
+/** Messages a CATALOG consumer pulls at once (ConsumerSpec.pullMessages): at most 16 MiB of batch messages in flight. */
+export const CATALOG_CONSUMER_PULL = 128;
 export const CatalogEventBatch = z.object({
   version: z.literal(1),
   org_id: Id,

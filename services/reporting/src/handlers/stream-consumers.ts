@@ -9,6 +9,7 @@
  */
 import {
   CATALOG_CONSUMER_BATCH_BYTES,
+  CATALOG_CONSUMER_PULL,
   DURABLES,
   runAsLeader,
   runBatchConsumer,
@@ -37,7 +38,7 @@ const common = {
 
 export const REPORTING_CONSUMERS: Record<StreamKind, ConsumerSpec> = {
   // A bulk job's batch messages carry hundreds of events each: batches are bounded by bytes too.
-  catalog: { stream: STREAMS.CATALOG.name, durable: DURABLES.reportingCatalog, ...common, maxBatchBytes: CATALOG_CONSUMER_BATCH_BYTES },
+  catalog: { stream: STREAMS.CATALOG.name, durable: DURABLES.reportingCatalog, ...common, maxBatchBytes: CATALOG_CONSUMER_BATCH_BYTES, pullMessages: CATALOG_CONSUMER_PULL },
   tracking: { stream: STREAMS.TRACKING.name, durable: DURABLES.reportingTracking, ...common },
 };
 

@@ -2,7 +2,7 @@
  * Tracking's JetStream consumers, declared in one place: stream, durable,
  * filter, ack wait, delivery limit, batch size.
  */
-import { CATALOG_CONSUMER_BATCH_BYTES, DURABLES, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
+import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
 
 /**
  * SCANS, shared by every tracking replica. Unfiltered: the stream is `scans.>`
@@ -27,4 +27,5 @@ export const catalogConsumerSpec = (o: { batchSize: number; ackWaitMs: number })
   batchSize: o.batchSize,
   // A bulk job's batch messages carry hundreds of events each.
   maxBatchBytes: CATALOG_CONSUMER_BATCH_BYTES,
+  pullMessages: CATALOG_CONSUMER_PULL,
 });

@@ -203,6 +203,7 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
 
   /** Applies the messages in one transaction, then settles each of them (poison dead-lettered). */
   async function applyMessages(messages: JsMsg[], settle: BatchSettlement): Promise<void> {
+    const started = performance.now();
     const events: Array<{ event: CatalogEvent; streamSeq: number }> = [];
     const poison: Array<{ msg: JsMsg; reason: string }> = [];
     const good: JsMsg[] = [];
@@ -218,6 +219,7 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
         poison.push({ msg, reason: err.message });
       }
     }
+    const parsedAt = performance.now();
     const changes = toReplicaChanges(events);
     changes.streamSeq = Math.max(changes.streamSeq, ...messages.map((m) => m.seq));
     try {
@@ -225,6 +227,7 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
     } catch (err) {
       throw new DataPhaseError(err instanceof Error ? err.message : String(err), { cause: err });
     }
+    logger.debug({ messages: messages.length, events: events.length, parse_ms: Math.round(parsedAt - started), apply_ms: Math.round(performance.now() - parsedAt) }, "catalog batch applied");
     for (const msg of good) msg.ack();
     for (const { msg, reason } of poison) await settle.deadLetter(msg, "malformed_event", reason);
     metrics.catalogEventsApplied += good.length;
