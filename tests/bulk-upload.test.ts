@@ -226,6 +226,13 @@ describe("export", () => {
     expect(lines[1]).toMatch(/^EX-0000,Export 0,,true,/);
     const again = await run(res.body);
     expect(again).toMatchObject({ status: "succeeded", rows_total: 1205, created: 0, updated: 0, unchanged: 1205, failed_rows: 0 });
+    // Chunks follow each other by keyset in any sort, descending too (several rows share each name's prefix order).
+    const byName = await stack.gateway.inject({ method: "GET", url: "/api/v1/assets?q=EX-&sort=-name", headers: { ...t.auth, accept: "text/csv" } });
+    expect(byName.statusCode).toBe(200);
+    const names = byName.body.trim().split("\r\n").slice(1).map((line) => line.split(",")[1]!);
+    expect(names).toHaveLength(1205);
+    expect(new Set(names).size).toBe(1205);
+    expect(names).toEqual([...names].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0)));
     const bad = await stack.gateway.inject({ method: "GET", url: "/api/v1/assets?colour=red", headers: { ...t.auth, accept: "text/csv" } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.type).toBe("validation_error");
