@@ -15,7 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
 import { BULK_CHUNK_ROWS } from "../services/catalog/src/bulk/bulk-import.ts";
+import { JOB_LEASE_MS } from "../services/catalog/src/bulk/job-store.ts";
+import { BULK_TRIGRAM_INDEXES } from "../services/catalog/src/bulk/trigram-indexes.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { spawnService, waitForReadiness } from "./ops-support.ts";
 
 let stack: Stack;
 let t: Awaited<ReturnType<Stack["tenant"]>>;
@@ -39,6 +42,10 @@ function gate<T = void>() {
 }
 
 const sql = async <T>(text: string, values: unknown[] = []) => (await pool.query(text, values)).rows as T[];
+
+/** The outbox's events one per row (`o` the outbox row, `e` the event): a bulk job's batch messages unpacked. */
+const OUTBOX_EVENTS = `catalog.outbox_events o
+  CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN o.subject LIKE '%.batch.events' THEN o.payload->'events' ELSE jsonb_build_array(o.payload) END) AS e`;
 
 const BOUNDARY = "----whereabouts-test-boundary";
 
@@ -71,12 +78,12 @@ async function upload(csv: string | Buffer, options: { mode?: string; on_error?:
   });
 }
 
-async function finished(location: string, auth = t.auth) {
+async function finished(location: string, auth = t.auth, timeoutMs = 60_000) {
   return eventually(async () => {
     const res = await stack.gateway.inject({ method: "GET", url: location, headers: auth });
     const job = res.json().data;
     return job.status === "succeeded" || job.status === "failed" ? job : undefined;
-  }, 60_000, 100);
+  }, timeoutMs, 100);
 }
 
 async function run(csv: string | Buffer, options: { mode?: string; on_error?: string } = {}) {
@@ -219,6 +226,13 @@ describe("export", () => {
     expect(lines[1]).toMatch(/^EX-0000,Export 0,,true,/);
     const again = await run(res.body);
     expect(again).toMatchObject({ status: "succeeded", rows_total: 1205, created: 0, updated: 0, unchanged: 1205, failed_rows: 0 });
+    // Chunks follow each other by keyset in any sort, descending too (several rows share each name's prefix order).
+    const byName = await stack.gateway.inject({ method: "GET", url: "/api/v1/assets?q=EX-&sort=-name", headers: { ...t.auth, accept: "text/csv" } });
+    expect(byName.statusCode).toBe(200);
+    const names = byName.body.trim().split("\r\n").slice(1).map((line) => line.split(",")[1]!);
+    expect(names).toHaveLength(1205);
+    expect(new Set(names).size).toBe(1205);
+    expect(names).toEqual([...names].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0)));
     const bad = await stack.gateway.inject({ method: "GET", url: "/api/v1/assets?colour=red", headers: { ...t.auth, accept: "text/csv" } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.type).toBe("validation_error");
@@ -290,7 +304,7 @@ describe("jobs", () => {
     // Rolled back (no asset, no tag, no event) and queued again for the next worker.
     expect((await sql<{ n: number }>(midKeys, [t.orgId]))[0]!.n).toBe(0);
     expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM catalog.tags WHERE org_id = $1 AND value LIKE 'MID-T%'`, [t.orgId]))[0]!.n).toBe(0);
-    expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM catalog.outbox_events WHERE payload->'data'->>'external_key' LIKE 'MID-%'`))[0]!.n).toBe(0);
+    expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${OUTBOX_EVENTS} WHERE e->'data'->>'external_key' LIKE 'MID-%'`))[0]!.n).toBe(0);
     expect((await sql<{ status: string; created: number }>(`SELECT status, created FROM catalog.jobs WHERE id = $1`, [jobId]))[0]).toEqual({ status: "queued", created: 0 });
 
     await stack.startService("catalog");
@@ -299,8 +313,68 @@ describe("jobs", () => {
     expect((await sql<{ n: number }>(midKeys, [t.orgId]))[0]!.n).toBe(total);
     // One created event per asset: the interrupted run left none behind.
     expect(
-      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM catalog.outbox_events WHERE subject LIKE '%asset.created' AND payload->'data'->>'external_key' LIKE 'MID-%'`))[0]!.n,
+      (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${OUTBOX_EVENTS} WHERE e->>'entity' = 'asset' AND e->>'verb' = 'created' AND e->'data'->>'external_key' LIKE 'MID-%'`))[0]!.n,
     ).toBe(total);
+  });
+});
+
+describe("a catalog SIGKILLed mid-job", () => {
+  it("leaves nothing of the job; once the lease runs out a restarted catalog takes it over and runs it once", { timeout: 180_000 }, async () => {
+    await stack.stopService("catalog");
+    const victim = await spawnService("catalog", { DATABASE_URL: stack.db.url, NATS_URL: stack.nats.url });
+    try {
+      await waitForReadiness(victim, 200);
+      // Several chunks, more than DEFER_INDEXES_AFTER_ROWS: the job defers the trigram indexes too.
+      const total = BULK_CHUNK_ROWS * 5;
+      const rows = Array.from({ length: total }, (_, i) => `KILL-${i},Killed job ${i},rfid:KILL-T${i}`);
+      const res = await upload(["external_key,name,tags", ...rows].join("\n"));
+      expect(res.statusCode, res.body).toBe(202);
+      const jobId = res.json().data.id;
+      const jobRow = async () =>
+        (await sql<{ status: string; rows_total: number | null; rows_done: number; written: boolean }>(
+          `SELECT status, rows_total, rows_done, written_at IS NOT NULL AS written FROM catalog.jobs WHERE id = $1`,
+          [jobId],
+        ))[0]!;
+      // Validated (rows_total known) and writing (rows read again, not yet committed): its transaction is open.
+      const writing = await eventually(async () => {
+        const job = await jobRow();
+        return job.rows_total !== null && job.rows_done > 0 && !job.written ? job : undefined;
+      }, 90_000, 20);
+      expect(writing.status).toBe("running");
+      victim.child.kill("SIGKILL");
+      expect((await victim.exit).signal).toBe("SIGKILL");
+
+      const killKeys = `SELECT count(*)::int AS n FROM catalog.assets WHERE org_id = $1 AND external_key LIKE 'KILL-%'`;
+      // Nothing of the job: no asset, no tag, no event; the job still `running` under the dead worker's lease.
+      expect((await sql<{ n: number }>(killKeys, [t.orgId]))[0]!.n).toBe(0);
+      expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM catalog.tags WHERE org_id = $1 AND value LIKE 'KILL-T%'`, [t.orgId]))[0]!.n).toBe(0);
+      expect((await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${OUTBOX_EVENTS} WHERE e->'data'->>'external_key' LIKE 'KILL-%'`))[0]!.n).toBe(0);
+      expect(await jobRow()).toMatchObject({ status: "running", written: false });
+
+      // A new catalog takes the job over once its lease has run out (JOB_LEASE_MS) and runs it from the start.
+      await stack.startService("catalog");
+      const job = await finished(res.headers.location as string, t.auth, JOB_LEASE_MS * 4);
+      expect(job).toMatchObject({ status: "succeeded", rows_total: total, created: total, failed_rows: 0 });
+      expect((await sql<{ n: number }>(killKeys, [t.orgId]))[0]!.n).toBe(total);
+      // Each asset's events once: the killed run left none behind.
+      const events = await sql<{ verb: string; n: number }>(
+        `SELECT e->>'verb' AS verb, count(*)::int AS n FROM ${OUTBOX_EVENTS}
+          WHERE e->'data'->>'external_key' LIKE 'KILL-%' OR e->'data'->>'value' LIKE 'KILL-T%' GROUP BY 1 ORDER BY 1`,
+      );
+      expect(events).toEqual([
+        { verb: "attached", n: total },
+        { verb: "created", n: total },
+      ]);
+      // The trigram indexes the killed run deferred are back to direct updates, nothing pending.
+      const deferred = await sql<{ relname: string }>(
+        `SELECT relname FROM pg_class WHERE oid = ANY($1::regclass[]) AND coalesce(reloptions, '{}') @> ARRAY['fastupdate=on']`,
+        [[...BULK_TRIGRAM_INDEXES]],
+      );
+      expect(deferred).toEqual([]);
+    } finally {
+      victim.kill();
+      if (!stack.services.catalog) await stack.startService("catalog");
+    }
   });
 });
 
@@ -311,17 +385,39 @@ describe("downstream", () => {
     const job = await run(["external_key,name,tags", ...rows].join("\n"));
     expect(job).toMatchObject({ status: "succeeded", created: 1500 });
     // Succeeded means published: none of its 3,000 events (created + attached) is left in the outbox.
-    const outbox = await sql<{ verb: string; total: number; unpublished: number }>(
-      `SELECT payload->>'verb' AS verb, count(*)::int AS total, count(*) FILTER (WHERE published_at IS NULL)::int AS unpublished
-         FROM catalog.outbox_events
-        WHERE org_id = $1 AND payload->>'entity' IN ('asset', 'tag') AND (payload->'data'->>'external_key' LIKE 'DS-%' OR payload->'data'->>'value' LIKE 'DS-T%')
+    const outbox = await sql<{ verb: string; total: number; unpublished: number; messages: number }>(
+      `SELECT e->>'verb' AS verb, count(*)::int AS total, count(*) FILTER (WHERE o.published_at IS NULL)::int AS unpublished, count(DISTINCT o.id)::int AS messages
+         FROM ${OUTBOX_EVENTS}
+        WHERE o.org_id = $1 AND e->>'entity' IN ('asset', 'tag') AND (e->'data'->>'external_key' LIKE 'DS-%' OR e->'data'->>'value' LIKE 'DS-T%')
         GROUP BY 1 ORDER BY 1`,
       [t.orgId],
     );
-    expect(outbox).toEqual([
+    expect(outbox.map(({ messages: _m, ...rest }) => rest)).toEqual([
       { verb: "attached", total: 1500, unpublished: 0 },
       { verb: "created", total: 1500, unpublished: 0 },
     ]);
+    // In batch messages of many events each, not one message per event.
+    for (const { messages } of outbox) expect(messages).toBeLessThan(100);
+
+    // Partners still see one event per asset change, in each asset's order: created, then its tag attached.
+    const feed: Array<{ type: string; data: { id: number; external_key?: string; owner_id?: number; value?: string } }> = [];
+    let cursor = "";
+    for (;;) {
+      const res = await stack.gateway.inject({ method: "GET", url: `/api/v1/events?type=asset.created&type=tag.attached&limit=200${cursor ? `&after=${cursor}` : ""}`, headers: t.auth });
+      expect(res.statusCode, res.body).toBe(200);
+      const page = res.json();
+      feed.push(...page.data);
+      if (page.data.length < 200) break;
+      cursor = page.next_cursor;
+    }
+    const created = new Map<number, number>();
+    const attachedAfterCreated = new Set<number>();
+    feed.forEach((event, i) => {
+      if (event.type === "asset.created" && event.data.external_key?.startsWith("DS-")) created.set(event.data.id, i);
+      if (event.type === "tag.attached" && event.data.value?.startsWith("DS-T") && created.get(event.data.owner_id!)! < i) attachedAfterCreated.add(event.data.owner_id!);
+    });
+    expect(created.size).toBe(1500);
+    expect(attachedAfterCreated.size).toBe(1500);
     // ANALYZE ran after the rows committed and before the job succeeded.
     const [times] = await sql<{ analyzed: boolean }>(
       `SELECT s.last_analyze BETWEEN j.written_at AND j.finished_at AS analyzed

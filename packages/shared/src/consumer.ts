@@ -39,6 +39,14 @@ export interface ConsumerSpec {
   ackWaitMs: number;
   maxDeliver: number;
   batchSize: number;
+  /**
+   * Bytes of message data per batch (at least one message), and twice that in
+   * hand: streams whose messages may each carry many events (a bulk job's
+   * CatalogEventBatch) keep batches, transactions and memory bounded by this.
+   */
+  maxBatchBytes?: number;
+  /** Messages pulled at once (default twice batchSize): with large messages, what the client may hold in flight. */
+  pullMessages?: number;
 }
 
 export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec): Promise<void> {
@@ -113,9 +121,13 @@ export async function runBatchConsumer(options: {
       metrics?.consumerDeadLettered.inc({ ...labels, reason });
     },
   };
-  const messages = await consumer.consume({ max_messages: spec.batchSize * 2 });
+  // Pulled by message count only: a pull bounded by bytes stalls (until missed heartbeats, 30 s and
+  // more) when its remaining bytes are fewer than the next message's. `pullMessages` bounds large messages.
+  const messages = await consumer.consume({ max_messages: spec.pullMessages ?? spec.batchSize * 2 });
+  const byteLimit = spec.maxBatchBytes ?? Number.POSITIVE_INFINITY;
 
   const buffer: JsMsg[] = [];
+  let bufferedBytes = 0;
   let wake: (() => void) | undefined;
   let resume: (() => void) | undefined;
   let ended = false;
@@ -133,8 +145,9 @@ export async function runBatchConsumer(options: {
           continue;
         }
         buffer.push(inContractTerms(msg));
+        bufferedBytes += msg.data.length;
         wake?.();
-        if (buffer.length >= spec.batchSize * 2) await new Promise<void>((r) => (resume = r));
+        if (buffer.length >= spec.batchSize * 2 || bufferedBytes >= byteLimit * 2) await new Promise<void>((r) => (resume = r));
       }
     } catch (err) {
       logger.error({ err, durable: spec.durable }, "consumer stopped");
@@ -152,7 +165,11 @@ export async function runBatchConsumer(options: {
         wake = undefined;
         continue;
       }
-      const batch = buffer.splice(0, spec.batchSize);
+      let take = 0;
+      let bytes = 0;
+      while (take < buffer.length && take < spec.batchSize && (take === 0 || bytes + buffer[take]!.data.length <= byteLimit)) bytes += buffer[take++]!.data.length;
+      const batch = buffer.splice(0, take);
+      bufferedBytes -= bytes;
       resume?.();
       resume = undefined;
       const started = performance.now();
@@ -187,6 +204,7 @@ export async function runBatchConsumer(options: {
       await Promise.race([reader, new Promise((r) => setTimeout(r, 2000))]);
       // Whatever was buffered but not started goes back to the stream.
       for (const msg of buffer.splice(0)) msg.nak();
+      bufferedBytes = 0;
     },
   };
 }

@@ -84,6 +84,8 @@ export const DATA_STREAMS = [
 
 export const catalogEventSubject = (orgId: number, entity: string, verb: string) =>
   wire(`catalog.events.${orgId}.${entity}.${verb}`);
+/** A bulk job's catalog events in one message (contracts/catalog.ts, CatalogEventBatch). */
+export const catalogBatchSubject = (orgId: number) => catalogEventSubject(orgId, "batch", "events");
 export const trackingEventSubject = (orgId: number, entity: string, verb: string) =>
   wire(`tracking.events.${orgId}.${entity}.${verb}`);
 /** Core NATS (not a stream): catalog's read-your-writes watermark per organization. */

@@ -100,6 +100,46 @@ export const SettingsEvent = z.object({ ...eventBase, entity: z.literal("setting
 export const ScanPointEvent = z.object({ ...eventBase, entity: z.literal("scan_point"), data: ScanPointView });
 export const CatalogEvent = z.discriminatedUnion("entity", [AssetEvent, LocationEvent, TagEvent, SettingsEvent, ScanPointEvent]);
 export type CatalogEvent = z.infer<typeof CatalogEvent>;
+
+/**
+ * A bulk job's events in one message, on `catalog.events.<org_id>.batch.events`
+ * (catalogBatchSubject): the organization's catalog events in emit order, each
+ * whole (its own event_id, entity_version, subject's entity and verb in the
+ * body). Consumers read it as those events, one after another, as if each had
+ * come alone: partner events, webhooks and replicas see no difference. One
+ * message instead of one per event (two per imported row).
+ */
+export const CATALOG_BATCH_ENTITY = "batch";
+export const CATALOG_BATCH_VERB = "events";
+/** Bytes of event JSON per batch message: far under NATS' max_payload (1 MiB by default) even as jsonb text. */
+export const CATALOG_BATCH_MAX_BYTES = 128 * 1024;
+/** Bytes a CATALOG consumer takes per batch (ConsumerSpec.maxBatchBytes): a few thousand events a transaction. */
+export const CATALOG_CONSUMER_BATCH_BYTES = 2 * 1024 * 1024;
+/** Messages a CATALOG consumer pulls at once (ConsumerSpec.pullMessages): at most 16 MiB of batch messages in flight. */
+export const CATALOG_CONSUMER_PULL = 128;
+export const CatalogEventBatch = z.object({
+  version: z.literal(1),
+  org_id: Id,
+  events: z.array(z.unknown()).min(1),
+});
+export type CatalogEventBatch = z.infer<typeof CatalogEventBatch>;
+
+/** Whether a CATALOG subject (in the contracts' terms) carries a batch. */
+export const isCatalogBatchSubject = (subject: string) => subject.endsWith(`.${CATALOG_BATCH_ENTITY}.${CATALOG_BATCH_VERB}`);
+
+/**
+ * A CATALOG message as its events, unparsed (each consumer checks them with
+ * its own schema): the batch's events, or the message itself. Undefined for a
+ * batch that is not one (poison), or one whose events name another organization.
+ */
+export function catalogEventsOf(subject: string, json: unknown): unknown[] | undefined {
+  if (!isCatalogBatchSubject(subject)) return [json];
+  const parsed = CatalogEventBatch.safeParse(json);
+  if (!parsed.success) return undefined;
+  const orgId = parsed.data.org_id;
+  for (const event of parsed.data.events) if ((event as { org_id?: unknown } | null)?.org_id !== orgId) return undefined;
+  return parsed.data.events;
+}
 export type AssetEvent = z.infer<typeof AssetEvent>;
 export type LocationEvent = z.infer<typeof LocationEvent>;
 export type TagEvent = z.infer<typeof TagEvent>;

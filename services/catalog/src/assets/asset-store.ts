@@ -236,6 +236,60 @@ export async function listAssets(
   });
 }
 
+/** The SQL type of each sort column's values, to read a keyset cursor back. */
+const SORT_TYPES: Record<AssetSortField, string> = {
+  external_key: "text",
+  name: "text",
+  created_at: "timestamptz",
+  updated_at: "timestamptz",
+};
+
+/**
+ * One chunk of the CSV export: the filtered, sorted list after `after` (the
+ * sort values of the previous chunk's last row, as text), by keyset rather
+ * than OFFSET, so each chunk reads only its own rows; no total count.
+ * Returns the views and the cursor of the last row.
+ */
+export async function exportAssets(
+  db: Db,
+  orgId: number,
+  filters: AssetFilters,
+  sort: SortKey<AssetSortField>[],
+  after: string[] | undefined,
+  limit: number,
+): Promise<{ data: string[]; cursor: string[] | undefined }> {
+  const p = new Params();
+  const conditions = where(p, orgId, filters);
+  const keys = [
+    ...sort.flatMap((k) => [SORT_COLUMNS[k.field]].flat().map((column) => ({ column, type: SORT_TYPES[k.field], descending: k.descending ?? false }))),
+    { column: "a.id", type: "int", descending: false },
+  ];
+  if (after) {
+    if (after.length !== keys.length) throw new Error("export cursor does not match the sort");
+    const values = keys.map((k, i) => `${p.add(after[i])}::${k.type}`);
+    if (keys.every((k) => !k.descending)) {
+      // One direction: a row comparison, which the (org_id, key..., id) indexes serve as a range.
+      conditions.push(`(${keys.map((k) => k.column).join(", ")}) > (${values.join(", ")})`);
+    } else {
+      // Mixed directions: the first key bounds the range (index-usable), the rest break its ties.
+      const [first] = keys;
+      conditions.push(`${first!.column} ${first!.descending ? "<=" : ">="} ${values[0]}`);
+      const past = keys.map((k, i) => [...keys.slice(0, i).map((e, j) => `${e.column} = ${values[j]}`), `${k.column} ${k.descending ? "<" : ">"} ${values[i]}`].join(" AND "));
+      conditions.push(`(${past.map((c) => `(${c})`).join(" OR ")})`);
+    }
+  }
+  const order = orderBy(sort, SORT_COLUMNS, "a.id");
+  const rows = await query<{ view: string; cursor: string[] }>(
+    db,
+    `SELECT ${VIEW}::text AS view, ARRAY[${keys.map((k) => `${k.column}::text`).join(", ")}] AS cursor
+       FROM (SELECT a.* FROM catalog.assets a WHERE ${conditions.join(" AND ")} ORDER BY ${order} LIMIT ${p.add(limit)}) a
+       ${JOIN_LOCATION}
+      ORDER BY ${order}`,
+    p.values,
+  );
+  return { data: rows.map((r) => r.view), cursor: rows.at(-1)?.cursor };
+}
+
 /** Live assets placed directly at a location (blocks its delete). */
 export async function hasPlacedAssets(db: Db, orgId: number, locationId: number): Promise<boolean> {
   const row = await queryOne<{ found: boolean }>(

@@ -30,7 +30,7 @@ import {
 } from "@whereabouts/shared";
 import { z } from "zod";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import { recordEventInputs, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
+import { recordEventBatches, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
 import { insertAssetRecord, patchAssetRecord } from "../assets/asset-service.ts";
 import { insertAssets, loadAssets } from "../assets/asset-store.ts";
@@ -38,6 +38,7 @@ import { insertTags } from "../tags/tag-store.ts";
 import { attachTags } from "../tags/tag-service.ts";
 import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
 import { checkHeader, rowToBody } from "./csv-columns.ts";
+import { DEFER_INDEXES_AFTER_ROWS, deferTrigramIndexes, restoreTrigramIndexes } from "./trigram-indexes.ts";
 import { claimJob, finishJob, insertJob, JOB_ERRORS_MAX, markJobWritten, reportProgress, requeueJob, succeedJob, touchJob, type JobRow, type RowError } from "./job-store.ts";
 
 const PROGRESS_EVERY = 1000;
@@ -236,6 +237,8 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
   const { db, store, events } = deps;
   const started = performance.now();
   const heartbeat = setInterval(() => void touchJob(db, job.id).catch(() => undefined), 5000);
+  /** The trigram indexes' pending list is on for this job (restored once its rows are in, or when it ends). */
+  let deferred = false;
   try {
     if (job.written_at) {
       // Taken over after its rows committed: only its events may be left to publish.
@@ -275,8 +278,12 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
       }
     };
     const lateErrors: RowError[] = [];
+    let creates = 0;
+    for (const planned of plan.values()) if (planned.existingId === undefined) creates++;
+    if (creates >= DEFER_INDEXES_AFTER_ROWS) deferred = await deferTrigramIndexes(db, deps.logger);
     await inTransaction(db, async (tx) => {
-      // Events go to the outbox batch by batch (never all in memory); the relay publishes them after commit.
+      // Events go to the outbox batch by batch (never all in memory), packed into batch messages
+      // (CatalogEventBatch); the relay publishes them after commit.
       let batch: EventInput[] = [];
       const emit = async (event: EventInput) => {
         batch.push(event);
@@ -285,7 +292,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
       async function flushEvents() {
         const events = batch;
         batch = [];
-        if (events.length) await timed("outbox", recordEventInputs(tx, events));
+        if (events.length) await timed("outbox", recordEventBatches(tx, events));
       }
       let header: string[] = [];
       let rowNumber = 0;
@@ -438,19 +445,32 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
       await markJobWritten(tx, job.id, { rowsTotal, ...counts, failedRows: failed.size, errors: [...errors, ...lateErrors].sort((a, b) => a.row - b.row) });
     });
     phaseMs.write = Math.round(performance.now() - started) - phaseMs.validate;
-    // Fresh rows in bulk: the planner must know (autovacuum may be off, or slow to notice).
-    // It runs beside the publishing (neither needs the other); the job succeeds after both.
-    const analyzing =
-      counts.created + counts.updated >= ANALYZE_AFTER_ROWS
-        ? sqlExecute(db, "ANALYZE catalog.assets, catalog.tags").then(() => deps.logger.info({ job_id: job.id }, "bulk upload: analyzed catalog.assets and catalog.tags"))
-        : Promise.resolve();
+    // The deferred index entries are merged first (before `succeeded`: searches after it are fast again),
+    // then the fresh rows analyzed: the planner must know (autovacuum may be off, or slow to notice).
+    // One after the other (ALTER INDEX and ANALYZE would wait on each other's locks), beside the
+    // publishing (neither needs the other); the job succeeds after both.
+    const indexMs = { restore: 0, analyze: 0 };
+    const maintaining = (async () => {
+      let t = performance.now();
+      if (deferred) {
+        await restoreTrigramIndexes(db, deps.logger, job.id);
+        deferred = false;
+      }
+      indexMs.restore = Math.round(performance.now() - t);
+      t = performance.now();
+      if (counts.created + counts.updated >= ANALYZE_AFTER_ROWS) {
+        await sqlExecute(db, "ANALYZE catalog.assets, catalog.tags");
+        deps.logger.info({ job_id: job.id }, "bulk upload: analyzed catalog.assets and catalog.tags");
+      }
+      indexMs.analyze = Math.round(performance.now() - t);
+    })();
     // Succeeded only once every event is out (and announced): reads after it see the rows everywhere.
     const publishing = performance.now();
-    const [published, analyzed] = await Promise.allSettled([events.flush(), analyzing]);
+    const [published, maintained] = await Promise.allSettled([events.flush(), maintaining]);
     phaseMs.publish = Math.round(performance.now() - publishing);
-    for (const outcome of [published, analyzed]) if (outcome.status === "rejected") throw outcome.reason;
+    for (const outcome of [published, maintained]) if (outcome.status === "rejected") throw outcome.reason;
     await succeedJob(db, job.id);
-    deps.logger.info({ job_id: job.id, rows: rowsTotal, ...counts, failed_rows: failed.size, ms: Math.round(performance.now() - started), phase_ms: phaseMs, write_ms: Object.fromEntries(Object.entries(writeMs).map(([k, v]) => [k, Math.round(v)])) }, "bulk upload done");
+    deps.logger.info({ job_id: job.id, rows: rowsTotal, ...counts, failed_rows: failed.size, ms: Math.round(performance.now() - started), phase_ms: phaseMs, index_ms: indexMs, write_ms: Object.fromEntries(Object.entries(writeMs).map(([k, v]) => [k, Math.round(v)])) }, "bulk upload done");
   } catch (err) {
     if (err instanceof BulkAborted) {
       await finishJob(db, job.id, {
@@ -474,6 +494,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
     throw err;
   } finally {
     clearInterval(heartbeat);
+    if (deferred) await restoreTrigramIndexes(db, deps.logger, job.id).catch((err: unknown) => deps.logger.warn({ err }, "bulk upload: trigram index restore failed"));
   }
   await store.delete(job.object_name).catch(() => undefined);
 }
@@ -500,6 +521,8 @@ export function startJobWorker(deps: Omit<BulkDeps, "signal"> & { pollMs?: numbe
   let wake: (() => void) | undefined;
   const stopping = new AbortController();
   const loop = (async () => {
+    // A catalog that stopped mid-job may have left the trigram indexes deferred.
+    await restoreTrigramIndexes(deps.db, deps.logger).catch((err: unknown) => deps.logger.warn({ err }, "bulk upload: trigram index check failed"));
     while (!stopped) {
       let job: JobRow | undefined;
       try {

@@ -6,6 +6,8 @@
  */
 
 import {
+  CATALOG_BATCH_MAX_BYTES,
+  catalogBatchSubject,
   catalogEventSubject,
   type CatalogEvent,
   currentDeadline,
@@ -53,6 +55,8 @@ const encoder = new TextEncoder();
 const roundAll = (times: Record<string, number>) => Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)]));
 /** Outbox rows the relay publishes per transaction (pipelined). */
 const RELAY_BATCH = 1000;
+/** Stored payload bytes the relay reads per batch (a bulk job's batch rows are large; ordinary events about 1 kB). */
+const RELAY_BATCH_BYTES = 1024 * 1024;
 /** Relay batches in flight at once (each holds a pooled connection until its acks are in). */
 const RELAY_WINDOW = 3;
 
@@ -102,6 +106,43 @@ export async function recordEvents(tx: Db, events: BuiltEvent[]): Promise<Pendin
 /** Records events in the outbox inside `tx` at once (a bulk job's batch), for the relay to publish after commit. */
 export async function recordEventInputs(tx: Db, inputs: EventInput[]): Promise<void> {
   await recordEvents(tx, inputs.map(buildEvent));
+}
+
+/**
+ * Records a bulk job's events as batch messages (CatalogEventBatch): each
+ * event built whole as it would travel alone, then packed in emit order, per
+ * organization, into outbox rows of at most CATALOG_BATCH_MAX_BYTES of event
+ * JSON. One row (and one JetStream message) per few hundred events.
+ */
+export async function recordEventBatches(tx: Db, inputs: EventInput[]): Promise<number> {
+  const batches: BuiltEvent[] = [];
+  let parts: string[] = [];
+  let bytes = 0;
+  let orgId: number | undefined;
+  const close = () => {
+    if (orgId === undefined || !parts.length) return;
+    batches.push({
+      eventId: newEventId(),
+      subject: catalogBatchSubject(orgId),
+      orgId,
+      json: `{"version":1,"org_id":${orgId},"events":[${parts.join(",")}]}`,
+    });
+    parts = [];
+    bytes = 0;
+  };
+  for (const input of inputs) {
+    const { json } = buildEvent(input);
+    const size = Buffer.byteLength(json);
+    if (input.orgId !== orgId || bytes + size > CATALOG_BATCH_MAX_BYTES) {
+      close();
+      orgId = input.orgId;
+    }
+    parts.push(json);
+    bytes += size + 1;
+  }
+  close();
+  await recordEvents(tx, batches);
+  return batches.length;
 }
 
 /** Emits events from inside a unit of work. */
@@ -230,12 +271,19 @@ export function createEventPublisher(deps: {
       // index as dead entries until vacuum, and scanning them again each batch grows quadratically.
       const rows = await query<{ id: string; event_id: string; subject: string; org_id: number; json: string }>(
         tx,
-        `UPDATE catalog.outbox_events o SET published_at = now()
+        // At most RELAY_BATCH rows, and only as many as fit RELAY_BATCH_BYTES (stored size; at least
+        // one): a bulk job's batch rows hold hundreds of events each, and the batch is held in memory.
+        `WITH candidates AS (
+           SELECT id, sum(pg_column_size(payload)) OVER (ORDER BY id) - pg_column_size(payload) AS before
+             FROM (SELECT id, payload FROM catalog.outbox_events
+                    WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+                    ORDER BY id LIMIT ${RELAY_BATCH}) c)
+         UPDATE catalog.outbox_events o SET published_at = now()
           WHERE o.id IN (SELECT id FROM catalog.outbox_events
-                          WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
-                          ORDER BY id LIMIT ${RELAY_BATCH} FOR UPDATE SKIP LOCKED)
+                          WHERE id IN (SELECT id FROM candidates WHERE before < $3) AND published_at IS NULL
+                          ORDER BY id FOR UPDATE SKIP LOCKED)
           RETURNING o.id::text AS id, o.event_id, o.subject, o.org_id, o.payload::text AS json`,
-        [minAgeMs, after],
+        [minAgeMs, after, RELAY_BATCH_BYTES],
       );
       // RETURNING keeps no order: publish in outbox order (ids are far below 2^53).
       rows.sort((a, b) => Number(a.id) - Number(b.id));
@@ -270,7 +318,8 @@ export function createEventPublisher(deps: {
         const { n, last } = await batch.claimed;
         total += n;
         after = last;
-        if (n < RELAY_BATCH) break;
+        // A batch may be cut short by bytes, not only by rows: done once one finds nothing.
+        if (n === 0) break;
         if (window.length >= RELAY_WINDOW) await window.shift();
       }
     } finally {

@@ -7,8 +7,8 @@
  *   gateway asks chunk after chunk and streams them out).
  */
 import type { ObjectStore } from "@nats-io/obj";
-import { notFound, parsePathId, type RpcHandler, type Sql } from "@whereabouts/shared";
-import { listAssets } from "../assets/asset-store.ts";
+import { badRequest, notFound, parsePathId, type RpcHandler, type Sql } from "@whereabouts/shared";
+import { exportAssets } from "../assets/asset-store.ts";
 import { startBulkUpload } from "../bulk/bulk-import.ts";
 import { assetToCsvLine, csvHeaderLine } from "../bulk/csv-columns.ts";
 import { findJob, jobView } from "../bulk/job-store.ts";
@@ -16,6 +16,17 @@ import { readAssetQuery } from "./asset-handlers.ts";
 import { ok, orgOf } from "./rpc-support.ts";
 
 export const EXPORT_CHUNK_ROWS = 1000;
+
+function readCursor(text: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((v) => typeof v === "string")) throw badRequest("The export cursor is not valid");
+  return parsed as string[];
+}
 
 export function bulkHandlers(deps: { db: Sql; store: () => Promise<ObjectStore>; jobQueued: () => void }): Record<string, RpcHandler> {
   const { db } = deps;
@@ -36,10 +47,11 @@ export function bulkHandlers(deps: { db: Sql; store: () => Promise<ObjectStore>;
     "asset.export": async (request) => {
       const orgId = orgOf(request);
       const { filters, sort } = readAssetQuery({ ...request, query: Object.fromEntries(Object.entries(request.query).filter(([k]) => k !== "limit" && k !== "offset")) });
-      const offset = Number(request.params.offset ?? 0);
-      const { data } = await listAssets(db, orgId, filters, sort, { limit: EXPORT_CHUNK_ROWS, offset });
-      const lines = (offset === 0 ? csvHeaderLine() : "") + data.map((json) => assetToCsvLine(JSON.parse(json))).join("");
-      return ok({ data: { csv: lines, rows: data.length, done: data.length < EXPORT_CHUNK_ROWS } });
+      // The previous chunk's last row (its sort values), from our own earlier reply: keyset paging.
+      const after = request.params.after === undefined ? undefined : readCursor(request.params.after);
+      const { data, cursor } = await exportAssets(db, orgId, filters, sort, after, EXPORT_CHUNK_ROWS);
+      const lines = (after === undefined ? csvHeaderLine() : "") + data.map((json) => assetToCsvLine(JSON.parse(json))).join("");
+      return ok({ data: { csv: lines, rows: data.length, done: data.length < EXPORT_CHUNK_ROWS, after: cursor ? JSON.stringify(cursor) : null } });
     },
   };
 }

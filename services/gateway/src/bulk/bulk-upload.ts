@@ -112,26 +112,26 @@ export function createBulkUploads(nc: NatsConnection, rpcTimeoutMs: number) {
    * query is still a 400 envelope); then the rest, chunk by chunk.
    */
   async function exportCsv(envelope: RpcRequest): Promise<Readable> {
-    const chunk = async (offset: number) => {
-      const reply = await callRpc(nc, rpcSubject("catalog", "asset.export"), { ...envelope, params: { offset: String(offset) } }, { timeoutMs: rpcTimeoutMs });
+    // Keyset paging: each chunk names the previous chunk's last row (`after`, as catalog returned it).
+    const chunk = async (after: string | null) => {
+      const params: Record<string, string> = after === null ? {} : { after };
+      const reply = await callRpc(nc, rpcSubject("catalog", "asset.export"), { ...envelope, params }, { timeoutMs: rpcTimeoutMs });
       if (reply.status >= 400) {
         const error = (reply.body as { error?: { type?: string; detail?: string; fields?: unknown } }).error;
         if (error?.type === "validation_error") throw Object.assign(new ValidationError((error.fields ?? []) as never), {});
         throw new AppError((error?.type ?? "internal_error") as never, error?.detail ?? "The export failed");
       }
-      return (reply.body as { data: { csv: string; rows: number; done: boolean } }).data;
+      return (reply.body as { data: { csv: string; rows: number; done: boolean; after: string | null } }).data;
     };
-    const first = await chunk(0);
+    const first = await chunk(null);
     return Readable.from(
       (async function* () {
         yield first.csv;
-        let offset = first.rows;
-        let done = first.done;
-        while (!done) {
-          const next = await chunk(offset);
+        let { done, after } = first;
+        while (!done && after !== null) {
+          const next = await chunk(after);
           yield next.csv;
-          offset += next.rows;
-          done = next.done;
+          ({ done, after } = next);
         }
       })(),
     );

@@ -8,6 +8,8 @@
  * asset alerts (alerts/alert-service.ts) are recorded in the same transaction.
  */
 import {
+  CATALOG_CONSUMER_BATCH_BYTES,
+  CATALOG_CONSUMER_PULL,
   DURABLES,
   phaseTimer,
   runAsLeader,
@@ -36,7 +38,8 @@ const common = {
 } as const;
 
 export const REPORTING_CONSUMERS: Record<StreamKind, ConsumerSpec> = {
-  catalog: { stream: STREAMS.CATALOG.name, durable: DURABLES.reportingCatalog, ...common },
+  // A bulk job's batch messages carry hundreds of events each: batches are bounded by bytes too.
+  catalog: { stream: STREAMS.CATALOG.name, durable: DURABLES.reportingCatalog, ...common, maxBatchBytes: CATALOG_CONSUMER_BATCH_BYTES, pullMessages: CATALOG_CONSUMER_PULL },
   tracking: { stream: STREAMS.TRACKING.name, durable: DURABLES.reportingTracking, ...common },
 };
 

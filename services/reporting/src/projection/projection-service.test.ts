@@ -48,3 +48,35 @@ describe("ProjectionBatch", () => {
     expect(await positionOf([2, t2, 7], [1, t1, 8], [3, t3, 7])).toEqual([[7, t2, true]]);
   });
 });
+
+describe("ProjectionBatch with a bulk job's batch message", () => {
+  const T = "2026-01-01T00:00:00.000Z";
+  const tagEvent = (id: number, value: string) => ({
+    version: 1,
+    event_id: `t${id}`,
+    org_id: 1,
+    entity: "tag",
+    entity_id: id,
+    entity_version: 1,
+    verb: "attached",
+    occurred_at: T,
+    data: { id, tag_type: "rfid", value, owner_type: "asset", owner_id: 40 + id, is_active: true, valid_from: T, valid_to: null, created_at: T, updated_at: T, deleted_at: null },
+  });
+  const BATCH = "catalog.events.1.batch.events";
+
+  it("adds each event of the batch, as if each had come alone (partner events see every one, in order)", () => {
+    const batch = new ProjectionBatch();
+    expect(batch.add("catalog", BATCH, encodeJson({ version: 1, org_id: 1, events: [tagEvent(1, "A"), tagEvent(2, "B")] }))).toBe(true);
+    expect(batch.size).toBe(2);
+    expect(batch.catalogEvents.map((e) => (e as { event_id: string }).event_id)).toEqual(["t1", "t2"]);
+  });
+
+  it("adds nothing of a batch with one bad event", () => {
+    const batch = new ProjectionBatch();
+    const bad = { ...tagEvent(2, "B"), entity_version: "two" };
+    expect(() => batch.add("catalog", BATCH, encodeJson({ version: 1, org_id: 1, events: [tagEvent(1, "A"), bad] }))).toThrow(PoisonMessageError);
+    expect(() => batch.add("catalog", BATCH, encodeJson({ events: [tagEvent(1, "A")] }))).toThrow(PoisonMessageError);
+    expect(batch.size).toBe(0);
+    expect(batch.catalogEvents).toEqual([]);
+  });
+});

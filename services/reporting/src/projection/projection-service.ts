@@ -3,7 +3,7 @@
  * the newest event per entity (and per asset position), then written in one
  * transaction. The same code serves the live durable consumers and the rebuild.
  */
-import { decodeJson, epochMicros, isNewer, positionEventsOf, toMicroPrecision, type AssetPositionEvent } from "@whereabouts/shared";
+import { catalogEventsOf, decodeJson, epochMicros, isNewer, positionEventsOf, toMicroPrecision, type AssetPositionEvent } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionStore, SnapshotTagRow } from "./projection-store.ts";
 import {
@@ -60,15 +60,27 @@ export class ProjectionBatch {
     } catch {
       throw new PoisonMessageError(`not JSON on ${subject}`);
     }
-    return kind === "catalog" ? this.addCatalog(subject, json) : this.addTracking(subject, json);
+    if (kind === "tracking") return this.addTracking(subject, json);
+    // A bulk job's batch message is its events, one after another (CatalogEventBatch).
+    const events = catalogEventsOf(subject, json);
+    if (!events) throw new PoisonMessageError(`bad catalog event batch on ${subject}`);
+    // Every event is checked before any is added: a poison batch adds nothing.
+    const parsed = events.map((event) => ({ json: event, event: this.parseCatalog(subject, event) }));
+    let used = false;
+    for (const { json: raw, event } of parsed) if (event) used = this.addCatalog(raw, event) || used;
+    return used;
   }
 
-  private addCatalog(subject: string, json: unknown): boolean {
+  /** The event, undefined for one the read model ignores; throws PoisonMessageError for one it cannot parse. */
+  private parseCatalog(subject: string, json: unknown): ReportingCatalogEvent | undefined {
     const entity = (json as { entity?: unknown } | null)?.entity;
-    if (typeof entity !== "string" || !CATALOG_ENTITIES.has(entity)) return false;
+    if (typeof entity !== "string" || !CATALOG_ENTITIES.has(entity)) return undefined;
     const parsed = ReportingCatalogEvent.safeParse(json);
     if (!parsed.success) throw new PoisonMessageError(`bad catalog event on ${subject}: ${parsed.error.message}`);
-    const event = parsed.data;
+    return parsed.data;
+  }
+
+  private addCatalog(json: unknown, event: ReportingCatalogEvent): boolean {
     this.catalogEvents.push(json);
     const version = event.entity_version;
     const orgId = event.org_id;

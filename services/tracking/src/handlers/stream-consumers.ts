@@ -2,7 +2,7 @@
  * Tracking's JetStream consumers, declared in one place: stream, durable,
  * filter, ack wait, delivery limit, batch size.
  */
-import { DURABLES, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
+import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
 
 /**
  * SCANS, shared by every tracking replica. Unfiltered: the stream is `scans.>`
@@ -25,4 +25,7 @@ export const catalogConsumerSpec = (o: { batchSize: number; ackWaitMs: number })
   ackWaitMs: o.ackWaitMs,
   maxDeliver: -1,
   batchSize: o.batchSize,
+  // A bulk job's batch messages carry hundreds of events each.
+  maxBatchBytes: CATALOG_CONSUMER_BATCH_BYTES,
+  pullMessages: CATALOG_CONSUMER_PULL,
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { encodeJson, type CatalogEvent } from "@whereabouts/shared";
-import { InvalidCatalogEvent, parseCatalogMessage, toReplicaChanges } from "./replica-service.ts";
+import { InvalidCatalogEvent, parseCatalogMessage, parseCatalogMessages, toReplicaChanges } from "./replica-service.ts";
 
 const T = "2026-01-01T00:00:00.000Z";
 const tagView = { id: 9, tag_type: "rfid", value: "V", is_active: true, valid_from: T, valid_to: null, created_at: T, updated_at: T };
@@ -78,5 +78,25 @@ describe("parseCatalogMessage", () => {
     expect(() => parseCatalogMessage(new TextEncoder().encode("{"))).toThrow(InvalidCatalogEvent);
     expect(() => parseCatalogMessage(encodeJson({ entity: "asset" }))).toThrow(InvalidCatalogEvent);
     expect(parseCatalogMessage(encodeJson(location(1, "K"))).entity).toBe("location");
+  });
+});
+
+describe("parseCatalogMessages", () => {
+  const BATCH = "catalog.events.1.batch.events";
+  it("reads a bulk job's batch message as its events, in order", () => {
+    const events = parseCatalogMessages(BATCH, encodeJson({ version: 1, org_id: 1, events: [location(1, "A"), location(2, "B")] }));
+    expect(events.map((e) => [e.entity, e.entity_version])).toEqual([
+      ["location", 1],
+      ["location", 2],
+    ]);
+    expect(toReplicaChanges(events.map((event) => ({ event, streamSeq: 7 }))).locations).toMatchObject([{ external_key: "B", version: 2 }]);
+  });
+
+  it("makes the whole batch poison when one event is bad, or one names another organization", () => {
+    expect(() => parseCatalogMessages(BATCH, encodeJson({ version: 1, org_id: 1, events: [location(1, "A"), { entity: "asset" }] }))).toThrow(InvalidCatalogEvent);
+    expect(() => parseCatalogMessages(BATCH, encodeJson({ version: 1, org_id: 2, events: [location(1, "A")] }))).toThrow(InvalidCatalogEvent);
+    expect(() => parseCatalogMessages(BATCH, encodeJson({ version: 1, org_id: 1, events: [] }))).toThrow(InvalidCatalogEvent);
+    // A single event is never read as a batch, whatever it holds.
+    expect(parseCatalogMessages("catalog.events.1.location.updated", encodeJson(location(3, "C")))).toHaveLength(1);
   });
 });

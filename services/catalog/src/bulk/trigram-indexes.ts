@@ -1,0 +1,80 @@
+/**
+ * The `q` search's trigram GIN indexes during a bulk job. They run with
+ * `fastupdate = off` (migration 20261123000000: a pending list slows every
+ * search until it is merged), which makes each inserted row update every
+ * index entry of its trigrams one by one: at 100,000 rows most of the write.
+ * A large job turns the pending list on for its own duration (new entries are
+ * then merged in sorted batches, four times faster here) and, when no other
+ * job still writes, turns it off again and merges what is pending. Searches
+ * stay correct throughout (GIN scans its pending list); a crash that leaves
+ * the list on is put right by the next job or worker start.
+ */
+import { sqlExecute, sqlQueryOne, sqlTransaction, type Logger, type Pool } from "@whereabouts/shared";
+import { JOB_LEASE_MS } from "./job-store.ts";
+
+/** The trigram indexes a bulk job writes (assets' name, key, description; tags' value). */
+export const BULK_TRIGRAM_INDEXES = [
+  "catalog.assets_name_trgm_idx",
+  "catalog.assets_external_key_trgm_idx",
+  "catalog.assets_description_trgm_idx",
+  "catalog.tags_value_trgm_idx",
+] as const;
+
+/** New rows at or above which a job defers the trigram index maintenance. */
+export const DEFER_INDEXES_AFTER_ROWS = 1000;
+
+/**
+ * ALTER INDEX takes an ACCESS EXCLUSIVE lock on the index: never wait behind
+ * (or hold up) a long search for it; a job that cannot have it runs without.
+ */
+const LOCK_TIMEOUT = "2s";
+
+async function setFastUpdate(db: Pool, on: boolean): Promise<void> {
+  await sqlTransaction(db, async (tx) => {
+    await sqlExecute(tx, `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+    for (const index of BULK_TRIGRAM_INDEXES) await sqlExecute(tx, `ALTER INDEX ${index} SET (fastupdate = ${on ? "on" : "off"})`);
+  });
+}
+
+/** Before a large job writes: entries go to the pending list. Best effort (the job is only slower without). */
+export async function deferTrigramIndexes(db: Pool, logger: Logger): Promise<boolean> {
+  try {
+    await setFastUpdate(db, true);
+    return true;
+  } catch (err) {
+    logger.warn({ err }, "bulk upload: could not defer the trigram indexes; writing them row by row");
+    return false;
+  }
+}
+
+/**
+ * After a job (committed or not): unless another job is still running (its
+ * lease fresh), the indexes go back to direct updates and the pending list is
+ * merged, so searches no longer scan it. Returns whether it restored them.
+ */
+export async function restoreTrigramIndexes(db: Pool, logger: Logger, jobId?: number): Promise<boolean> {
+  const other = await sqlQueryOne<{ id: number }>(
+    db,
+    `SELECT id FROM catalog.jobs
+      WHERE status = 'running' AND id <> $1 AND heartbeat_at >= now() - make_interval(secs => $2::int / 1000.0)
+      LIMIT 1`,
+    [jobId ?? 0, JOB_LEASE_MS],
+  );
+  if (other) return false;
+  try {
+    const pending = await sqlQueryOne<{ on: boolean }>(
+      db,
+      `SELECT bool_or(coalesce(c.reloptions, '{}') @> ARRAY['fastupdate=on']) AS on
+         FROM pg_class c WHERE c.oid = ANY($1::regclass[])`,
+      [[...BULK_TRIGRAM_INDEXES]],
+    );
+    if (!pending?.on) return true;
+    // Off first: rows other writers add from now on go straight in; then what is pending is merged.
+    await setFastUpdate(db, false);
+    for (const index of BULK_TRIGRAM_INDEXES) await sqlExecute(db, `SELECT gin_clean_pending_list($1::regclass)`, [index]);
+    return true;
+  } catch (err) {
+    logger.warn({ err }, "bulk upload: could not restore the trigram indexes; the next job tries again");
+    return false;
+  }
+}
