@@ -175,15 +175,24 @@ describe("zone.entered and zone.exited", () => {
     // Reading the feed waits for reporting to hold these catalog writes (read-your-writes).
     await events(t);
 
-    await scan(t, id, "Z-YARD", "Z-TAG", observedAt());
+    // This asset's own clock, far enough ahead that the wall clock never reaches a due time of the
+    // short visit (however slow the machine): every crossing here is confirmed by a later scan instead.
+    let last = 0;
+    const at = (offsetMs: number) => {
+      last = Math.max(Date.now() + offsetMs, last + 1);
+      return new Date(last).toISOString();
+    };
+    const after = (instant: string, ms: number) => at(Date.parse(instant) + ms - Date.now());
+    await scan(t, id, "Z-YARD", "Z-TAG", at(0));
     // A short visit: in the hall for 0.4 s of observed time, both scans judged long before their due time.
-    const visitIn = observedAt(5_000);
+    const visitIn = at(60_000);
     await scan(t, id, "Z-BAY-B", "Z-TAG", visitIn);
-    await scan(t, id, "Z-YARD", "Z-TAG", observedAt(5_400));
+    await scan(t, id, "Z-YARD", "Z-TAG", after(visitIn, 400));
 
-    // A real stay: enters both zones at the same instant.
-    const enteredAt = observedAt(7_000);
+    // A real stay: enters both zones at the same instant; a scan there 1.5 s later confirms it.
+    const enteredAt = after(visitIn, 2_000);
     await scan(t, id, "Z-BAY-A", "Z-TAG", enteredAt);
+    await scan(t, id, "Z-BAY-A", "Z-TAG", after(enteredAt, 1_500));
     const entered = await waitForEvents(t, (got) => got.filter((e) => e.type === "zone.entered").length >= 2);
     expect(entered.filter((e) => e.type === "zone.entered").map((e) => e.data.zone_id).sort()).toEqual([hall.id, bayA.id].sort());
     for (const e of entered) {
@@ -192,12 +201,14 @@ describe("zone.entered and zone.exited", () => {
     }
 
     // Bay A to bay B: the hall sees no crossing; bay A is left.
-    const movedAt = observedAt();
+    const movedAt = after(enteredAt, 3_000);
     await scan(t, id, "Z-BAY-B", "Z-TAG", movedAt);
+    await scan(t, id, "Z-BAY-B", "Z-TAG", after(movedAt, 1_500));
     await waitForEvents(t, (got) => got.some((e) => e.type === "zone.exited"));
     // Out to the yard: the hall is left too.
-    const leftAt = observedAt();
+    const leftAt = after(movedAt, 3_000);
     await scan(t, id, "Z-YARD", "Z-TAG", leftAt);
+    await scan(t, id, "Z-YARD", "Z-TAG", after(leftAt, 1_500));
     const all = await waitForEvents(t, (got) => got.filter((e) => e.type === "zone.exited").length >= 2);
 
     expect(all.map((e) => [e.type, e.data.zone_id, e.occurred_at])).toEqual([
