@@ -303,6 +303,10 @@ describe("read-your-writes", () => {
     const assetId = id();
     await pub.scannedAsset({ id: assetId, key: "SCAN-LAG", locationId: 1001, observedAt: "2026-11-20T10:00:00.000Z" });
     const lagging = createEventPublisher(stack.nc, pub.orgId, { awaitPositions: false });
+    // A read first: it waits for every catalog write so far, so none is pending once the consumers stop
+    // (on a slow machine the catalog events of the setup may still be on their way).
+    const settled = await stack.gateway.inject({ method: "GET", url: `/api/v1/reports/asset-locations?asset_id=${assetId}`, headers: auth });
+    expect(settled.statusCode).toBe(200);
     const client = new pg.Client({ connectionString: stack.db.url });
     await client.connect();
     try {
