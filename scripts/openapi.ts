@@ -113,7 +113,14 @@ function operationObject(op: Operation): Json {
       ...responseHeaders(),
       ...(op.location ? { Location: { description: op.location, schema: { type: "string" } } } : {}),
     },
-    ...(op.reply ? { content: { "application/json": { schema: ref(REPLY_SCHEMAS, op.reply, `${op.name} reply`) } } } : {}),
+    ...(op.reply
+      ? {
+          content: {
+            "application/json": { schema: ref(REPLY_SCHEMAS, op.reply, `${op.name} reply`) },
+            ...Object.fromEntries(Object.entries(op.alternates ?? {}).map(([media, description]) => [media, { schema: { type: "string", description } }])),
+          },
+        }
+      : {}),
   };
   const responses: Json = { [String(op.status)]: success };
   for (const status of [...new Set(op.errors.map((t) => ERROR_TYPES[t].status))].sort((a, b) => a - b)) {

@@ -176,6 +176,8 @@ export interface Operation {
   readonly body?: OperationBody;
   /** The success body; absent for 204. */
   readonly reply?: z.ZodType;
+  /** Other representations of the success body, chosen with Accept: media type to what it holds. */
+  readonly alternates?: Readonly<Record<string, string>>;
   readonly status: SuccessStatus;
   /**
    * Every error type it can answer: its own, then those of the gateway's
@@ -229,6 +231,7 @@ interface OperationInput {
   /** The body's media type when not the method's JSON type. */
   media?: string;
   reply?: z.ZodType;
+  alternates?: Readonly<Record<string, string>>;
   status?: SuccessStatus;
   errors?: readonly ErrorType[];
   location?: string;
@@ -251,6 +254,7 @@ function operation(input: OperationInput): Operation {
     query: input.query ?? NoQuery,
     ...(input.body ? { body: { schema: input.body, media: media! } } : {}),
     ...(input.reply ? { reply: input.reply } : {}),
+    ...(input.alternates ? { alternates: input.alternates } : {}),
     status: input.status ?? 200,
     errors: [...errors].sort((a, b) => ERROR_TYPES[a].status - ERROR_TYPES[b].status),
     ...(input.location ? { location: input.location } : {}),
@@ -292,7 +296,18 @@ export const OPERATIONS: readonly Operation[] = [
     reply: OrgSettingsResponse,
     errors: [...BAD_INPUT, ...ORG_ONLY],
   }),
-  catalog({ name: "asset.list", method: "GET", path: "/api/v1/assets", scope: "assets:read", summary: "List assets", query: AssetListQuery, reply: AssetList, errors: BAD_INPUT }),
+  catalog({
+    name: "asset.list",
+    method: "GET",
+    path: "/api/v1/assets",
+    scope: "assets:read",
+    summary: "List assets",
+    query: AssetListQuery,
+    reply: AssetList,
+    // EXTENSIONS.md section 3: the CSV export.
+    alternates: { "text/csv": "With Accept: text/csv, the filtered, sorted list as CSV in the bulk upload's columns (every row: no paging), streamed" },
+    errors: BAD_INPUT,
+  }),
   catalog({
     name: "asset.create",
     method: "POST",

@@ -51,6 +51,7 @@ export interface ForwardRouteOptions {
 }
 
 const MULTIPART = "multipart/form-data";
+const CSV = "text/csv";
 
 export const forwardRoute: FastifyPluginAsync<ForwardRouteOptions> = async (app, options) => {
   const { nc, rpcTimeoutMs, watermarks, local } = options;
@@ -86,7 +87,7 @@ export const forwardRoute: FastifyPluginAsync<ForwardRouteOptions> = async (app,
     });
     // Bulk upload: multipart, streamed to the object store (bulk-upload.ts), not a JSON body.
     if (operation.body?.media === MULTIPART) return render(request, reply, await bulk.upload(request.raw, envelopeOf(undefined)));
-    if (operation.name === "asset.list" && wantsCsv(request.headers.accept)) {
+    if (operation.alternates?.[CSV] !== undefined && wantsCsv(request.headers.accept)) {
       const csv = await bulk.exportCsv(envelopeOf(undefined));
       reply.header("content-type", "text/csv; charset=utf-8").header("content-disposition", 'attachment; filename="assets.csv"');
       return reply.send(request.method === "HEAD" ? undefined : csv);
