@@ -19,7 +19,7 @@ import { buildGateway } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createAuthService } from "./identity/auth-service.ts";
 import { createIdentityClient, createIdentityStore } from "./identity/identity-store.ts";
-import { createMemoryRateLimiter, createRedisRateLimiter } from "./plugins/rate-limiter.ts";
+import { createMemoryRateLimiter, createRedisRateLimiter } from "./rate-limit/rate-limiter.ts";
 
 const config = loadGatewayConfig();
 const logger = createLogger("gateway", config.LOG_LEVEL);

@@ -39,7 +39,7 @@ import type { AuthenticatedKey, AuthService } from "../identity/auth-service.ts"
 import { decoyPasswordHash, generateSession, hashSecret, normalizeEmail, verifyPassword } from "../identity/credentials.ts";
 import type { IdentityStore } from "../identity/identity-store.ts";
 import { hashesEqual } from "../identity/api-key.ts";
-import { checkContentType, decodeJsonBody } from "../http/http-rules.ts";
+import { checkContentType, decodeJsonBody } from "../http/request-decoding.ts";
 import type { GatewayRouteConfig } from "../plugins/app-plugin.ts";
 
 export const SESSION_COOKIE = "wa_session";

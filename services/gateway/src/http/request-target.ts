@@ -1,6 +1,6 @@
 /** The request target as the pipeline reads it: its path and its query. */
 import type { FastifyRequest } from "fastify";
-import { parseQueryString } from "./http-rules.ts";
+import { parseQueryString } from "./request-decoding.ts";
 
 /** The request path (the envelope's `instance`); an absolute-form target (RFC 9112 3.2.2) loses its scheme and host. */
 export function pathOf(request: FastifyRequest): string {

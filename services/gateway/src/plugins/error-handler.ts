@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError, badRequest, notFound, toErrorEnvelope } from "@whereabouts/shared";
-import { BODY_LIMIT_BYTES, unsupportedMediaType } from "../http/http-rules.ts";
+import { BODY_LIMIT_BYTES, unsupportedMediaType } from "../http/request-decoding.ts";
 import { pathOf } from "../http/request-target.ts";
 import { appPlugin } from "./app-plugin.ts";
 

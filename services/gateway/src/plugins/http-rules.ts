@@ -8,7 +8,7 @@
 import { METHODS } from "node:http";
 import { AppError, badRequest, OPERATIONS } from "@whereabouts/shared";
 import { answerConnect } from "../http/client-error.ts";
-import { BODY_LIMIT_BYTES } from "../http/http-rules.ts";
+import { BODY_LIMIT_BYTES } from "../http/request-decoding.ts";
 import { appPlugin } from "./app-plugin.ts";
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError, type Metrics } from "@whereabouts/shared";
-import type { RateLimiter } from "./rate-limiter.ts";
+import type { RateLimiter } from "../rate-limit/rate-limiter.ts";
 import { appPlugin, routeConfigOf } from "./app-plugin.ts";
 
 declare module "fastify" {

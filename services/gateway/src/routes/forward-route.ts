@@ -6,7 +6,7 @@
  * whose reply is rendered as is. The gateway's own operations (orgs/me) are
  * answered here; bulk upload and CSV export stream (bulk-upload.ts).
  */
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import {
   AppError,
   callRpcRaw,
@@ -26,11 +26,10 @@ import {
   type RpcRequest,
 } from "@whereabouts/shared";
 import { createBulkUploads } from "../bulk/bulk-upload.ts";
-import { checkContentType, decodeJsonBody } from "../http/http-rules.ts";
+import { checkContentType, decodeJsonBody } from "../http/request-decoding.ts";
 import { traceOf } from "../http/request-trace.ts";
 import { pathOf, queryOf } from "../http/request-target.ts";
 import { ROUTE_METHODS } from "../plugins/http-rules.ts";
-import type { FastifyPluginAsync } from "fastify";
 
 declare module "fastify" {
   interface FastifyRequest {

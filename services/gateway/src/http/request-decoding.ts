@@ -1,4 +1,4 @@
-/** The generic HTTP rules of the spec: content types and JSON bodies. */
+/** The generic HTTP rules of the spec, framework-free: content types, JSON bodies, the query string. */
 import {
   AppError,
   badRequest,
