@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger, deadlineGraceMs, rpcDeadline } from "@whereabouts/shared";
 import { buildGateway, type Gateway } from "../services/gateway/src/app.ts";
 import { createAuthService } from "../services/gateway/src/identity/auth-service.ts";
-import { createMemoryRateLimiter } from "../services/gateway/src/plugins/rate-limiter.ts";
+import { createMemoryRateLimiter } from "../services/gateway/src/rate-limit/rate-limiter.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { apiClient, type ApiCall } from "./openapi-validator.ts";
 

@@ -9,7 +9,7 @@ import type { InjectOptions, LightMyRequestResponse } from "fastify";
 import { freePort } from "@whereabouts/shared/testing";
 import { buildGateway } from "../services/gateway/src/app.ts";
 import { createAuthService } from "../services/gateway/src/identity/auth-service.ts";
-import { createMemoryRateLimiter } from "../services/gateway/src/plugins/rate-limiter.ts";
+import { createMemoryRateLimiter } from "../services/gateway/src/rate-limit/rate-limiter.ts";
 import { createLogger } from "@whereabouts/shared";
 import { fakeService, startStack, type FakeService, type Stack } from "./harness.ts";
 

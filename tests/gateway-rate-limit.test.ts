@@ -11,7 +11,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { createLogger } from "@whereabouts/shared";
 import { buildGateway, type Gateway } from "../services/gateway/src/app.ts";
 import { createAuthService } from "../services/gateway/src/identity/auth-service.ts";
-import { createRedisRateLimiter, type RateLimiter } from "../services/gateway/src/plugins/rate-limiter.ts";
+import { createRedisRateLimiter, type RateLimiter } from "../services/gateway/src/rate-limit/rate-limiter.ts";
 import { fakeService, startStack, type FakeService, type Stack } from "./harness.ts";
 
 const REDIS_URL = process.env.TEST_REDIS_URL || "redis://127.0.0.1:6379";

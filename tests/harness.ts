@@ -25,7 +25,7 @@ import { migrateAll } from "../scripts/migrate.ts";
 import { buildGateway, type Gateway } from "../services/gateway/src/app.ts";
 import { createAuthService } from "../services/gateway/src/identity/auth-service.ts";
 import { createIdentityClient, createIdentityStore, type IdentityStore } from "../services/gateway/src/identity/identity-store.ts";
-import { createMemoryRateLimiter, type RateLimiter } from "../services/gateway/src/plugins/rate-limiter.ts";
+import { createMemoryRateLimiter, type RateLimiter } from "../services/gateway/src/rate-limit/rate-limiter.ts";
 import { runAdminCommand } from "../services/gateway/src/admin/admin-cli.ts";
 import { startCatalog, type CatalogDeps } from "../services/catalog/src/app.ts";
 import { startTracking } from "../services/tracking/src/app.ts";

@@ -7,6 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
+import { BODY_MEDIA_TYPES } from "@whereabouts/shared";
 import type { Stack } from "./harness.ts";
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -87,7 +88,7 @@ export function apiClient(stack: Stack, auth: Record<string, string>) {
     const headers: Record<string, string> = { ...auth, ...extraHeaders };
     let payload: string | undefined;
     if (body !== undefined) {
-      headers["content-type"] ??= method === "PATCH" ? "application/merge-patch+json" : "application/json";
+      headers["content-type"] ??= BODY_MEDIA_TYPES[method] ?? "application/json";
       payload = typeof body === "string" ? body : JSON.stringify(body);
     }
     const res = await stack.gateway.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) });

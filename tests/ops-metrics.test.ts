@@ -29,7 +29,7 @@ import { buildGateway, type Gateway } from "../services/gateway/src/app.ts";
 import { runAdminCommand } from "../services/gateway/src/admin/admin-cli.ts";
 import { createAuthService } from "../services/gateway/src/identity/auth-service.ts";
 import { createIdentityClient, createIdentityStore, type IdentityClient, type IdentityStore } from "../services/gateway/src/identity/identity-store.ts";
-import { createMemoryRateLimiter, type RateLimiter } from "../services/gateway/src/plugins/rate-limiter.ts";
+import { createMemoryRateLimiter, type RateLimiter } from "../services/gateway/src/rate-limit/rate-limiter.ts";
 import { startReporting } from "../services/reporting/src/app.ts";
 
 /** A pino logger whose lines are collected as objects. */

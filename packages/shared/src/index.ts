@@ -35,6 +35,8 @@ export * from "./contracts/reporting.ts";
 export * from "./contracts/partner-events.ts";
 export * from "./contracts/settings.ts";
 export * from "./contracts/scan-points.ts";
+export * from "./contracts/operation-queries.ts";
+export * from "./contracts/operations.ts";
 export * from "./dead-letter.ts";
 export * from "./uploads.ts";
 export * from "./phase-timer.ts";

@@ -13,7 +13,8 @@ import { createLogger } from "./logger.ts";
 import { createMetrics, readMetric } from "./metrics.ts";
 import { callRpc, connectNats, encodeJson, ensureStreams, messageHeaders, serveRpc, type NatsConnection } from "./nats.ts";
 import { HEADER_TRACEPARENT } from "./rpc.ts";
-import { startService } from "./service.ts";
+import { startService, unansweredOperations } from "./service.ts";
+import { operationsOf } from "./contracts/operations.ts";
 import { STREAMS } from "./subjects.ts";
 import { eventually, readDeadLetters, startTestNats, testRpcRequest, type TestNats } from "./testing/index.ts";
 import { parseTraceparent } from "./tracing.ts";
@@ -211,11 +212,28 @@ describe("runBatchConsumer dead letters", () => {
   });
 });
 
+describe("startService handler table", () => {
+  it("names every public operation of the service that has no handler, and refuses to start without it", async () => {
+    const all = Object.fromEntries(operationsOf("reporting").map((op) => [op.name, async () => ({ status: 204, headers: {} })]));
+    expect(unansweredOperations("reporting", all)).toEqual([]);
+    const { "report.asset_locations": _, ...partial } = all;
+    expect(unansweredOperations("reporting", partial)).toEqual(["GET /api/v1/reports/asset-locations (report.asset_locations)"]);
+    const nc = await connectNats({ url: nats.url, name: "svc-table", logger });
+    try {
+      expect(() => startService({ name: "reporting", nc, logger, handlers: partial })).toThrow(/report\.asset_locations/);
+    } finally {
+      await nc.close();
+    }
+  });
+});
+
 describe("startService readiness", () => {
   it("is ready with NATS connected and its checks passing, and never once stopping", async () => {
     const nc = await connectNats({ url: nats.url, name: "svc", logger });
     let database = true;
-    const service = startService({ name: "catalog", nc, logger, handlers: {}, readinessChecks: { database: () => database } });
+    // A service answers every public operation the catalog routes to it (startService refuses to start otherwise).
+    const handlers = Object.fromEntries(operationsOf("catalog").map((op) => [op.name, async () => ({ status: 204, headers: {} })]));
+    const service = startService({ name: "catalog", nc, logger, handlers, readinessChecks: { database: () => database } });
     expect(await service.readiness()).toEqual({ ready: true, checks: { nats: true, database: true } });
     database = false;
     expect(await service.readiness()).toEqual({ ready: false, checks: { nats: true, database: false } });

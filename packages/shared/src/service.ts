@@ -9,6 +9,7 @@ import type { Metrics } from "./metrics.ts";
 import { drainNats, natsConnected, serveRpc, type RpcHandler, type RpcServer } from "./nats.ts";
 import { runReadinessChecks, type ReadinessCheck, type ReadinessReport } from "./ops-server.ts";
 import type { ServiceName } from "./subjects.ts";
+import { operationsOf } from "./contracts/operations.ts";
 
 export interface Worker {
   /** Stop fetching, finish the batch in hand. */
@@ -35,6 +36,8 @@ export function startService(options: {
   /** Checked by `/readyz` besides the NATS connection, e.g. `database: () => db.$queryRawUnsafe("SELECT 1")`. */
   readinessChecks?: Record<string, ReadinessCheck>;
 }): RunningService {
+  const missing = unansweredOperations(options.name, options.handlers);
+  if (missing.length) throw new Error(`${options.name} has no handler for ${missing.join(", ")}`);
   const rpc = serveRpc(options.nc, options.name, options.handlers, options.logger, { metrics: options.metrics });
   const checks: Record<string, ReadinessCheck> = { nats: () => natsConnected(options.nc), ...options.readinessChecks };
   let stopping: Promise<void> | undefined;
@@ -53,6 +56,13 @@ export function startService(options: {
       return runReadinessChecks(checks);
     },
   };
+}
+
+/** The catalog's public operations of `service` that its handler table does not answer ("METHOD path (name)"). */
+export function unansweredOperations(service: ServiceName, handlers: Readonly<Record<string, RpcHandler>>): string[] {
+  return operationsOf(service)
+    .filter((op) => !Object.hasOwn(handlers, op.name))
+    .map((op) => `${op.method} ${op.path} (${op.name})`);
 }
 
 /**

@@ -13,7 +13,7 @@ import { buildGateway } from "./app.ts";
 import { loadGatewayConfig } from "./config.ts";
 import { createAuthService } from "./identity/auth-service.ts";
 import { createIdentityStore } from "./identity/identity-store.ts";
-import { createMemoryRateLimiter, createRedisRateLimiter } from "./plugins/rate-limiter.ts";
+import { createMemoryRateLimiter, createRedisRateLimiter } from "./rate-limit/rate-limiter.ts";
 
 const config = loadGatewayConfig();
 // A gateway of another deployment would send its requests to that stack's services: the runner checks the binding.

@@ -9,9 +9,6 @@ import { AppError, forbidden } from "../errors.ts";
 
 const NO_ORG_MESSAGE = "The API key has no organization context";
 
-/** True for /api/v1/orgs/me and the paths below it. */
-export const isOrgsMePath = (path: string) => path === "/api/v1/orgs/me" || path.startsWith("/api/v1/orgs/me/");
-
 /** The error for a principal without an organization on `resource`. */
 export const noOrgError = (resource: "orgs/me" | "other"): AppError =>
   resource === "orgs/me" ? new AppError("missing_org_context", NO_ORG_MESSAGE) : forbidden(NO_ORG_MESSAGE);

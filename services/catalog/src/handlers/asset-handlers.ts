@@ -1,5 +1,5 @@
-/** RPC endpoints `catalog.asset.*` (routes in the gateway's route table). */
-import { exclusivePair, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
+/** RPC endpoints `catalog.asset.*` (method, path, scope and schemas in the operation catalog, packages/shared contracts/operations.ts). */
+import { exclusivePair, locationOf, operationNamed, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
 import { ASSET_SORT_FIELDS, type AssetFilters } from "../assets/asset-store.ts";
 import type { AssetService } from "../assets/asset-service.ts";
 import { readQ } from "../requests/list-query.ts";
@@ -23,6 +23,9 @@ export function readAssetQuery(request: RpcRequest) {
   return { filters, page, sort };
 }
 
+const CREATE = operationNamed("catalog", "asset.create");
+const TAG_ATTACH = operationNamed("catalog", "asset.tag.attach");
+
 export function assetHandlers(deps: {
   assets: AssetService;
   tags: TagService;
@@ -36,7 +39,7 @@ export function assetHandlers(deps: {
     },
     "asset.create": async (request) => {
       const asset = await assets.create(orgOf(request), request.body);
-      return ok({ data: asset }, 201, { location: `/api/v1/assets/${asset.id}` });
+      return ok({ data: asset }, 201, { location: locationOf(CREATE, { asset_id: asset.id }) });
     },
     "asset.get": async (request) => {
       const orgId = orgOf(request);
@@ -60,7 +63,7 @@ export function assetHandlers(deps: {
     "asset.tag.attach": async (request) => {
       const id = pathId(request, "asset_id");
       const tag = await tags.attach(orgOf(request), "asset", id, request.body);
-      return ok({ data: tag }, 201, { location: `/api/v1/assets/${id}/tags/${tag.id}` });
+      return ok({ data: tag }, 201, { location: locationOf(TAG_ATTACH, { asset_id: id, tag_id: tag.id }) });
     },
     "asset.tag.detach": async (request) => {
       await tags.detach(orgOf(request), "asset", pathId(request, "asset_id"), pathId(request, "tag_id"));

@@ -7,7 +7,7 @@
  *   gateway asks chunk after chunk and streams them out).
  */
 import type { ObjectStore } from "@nats-io/obj";
-import { badRequest, notFound, parsePathId, type RpcHandler, type Sql } from "@whereabouts/shared";
+import { badRequest, locationOf, notFound, operationNamed, parsePathId, type RpcHandler, type Sql } from "@whereabouts/shared";
 import { exportAssets } from "../assets/asset-store.ts";
 import { startBulkUpload } from "../bulk/bulk-import.ts";
 import { assetToCsvLine, csvHeaderLine } from "../bulk/csv-columns.ts";
@@ -16,6 +16,7 @@ import { readAssetQuery } from "./asset-handlers.ts";
 import { ok, orgOf } from "./rpc-support.ts";
 
 export const EXPORT_CHUNK_ROWS = 1000;
+const BULK = operationNamed("catalog", "asset.bulk");
 
 function readCursor(text: string): string[] {
   let parsed: unknown;
@@ -35,7 +36,7 @@ export function bulkHandlers(deps: { db: Sql; store: () => Promise<ObjectStore>;
       const orgId = orgOf(request);
       const job = await startBulkUpload({ db, store: await deps.store() }, orgId, request.body);
       deps.jobQueued();
-      return ok({ data: jobView(job) }, 202, { location: `/api/v1/jobs/${job.id}` });
+      return ok({ data: jobView(job) }, 202, { location: locationOf(BULK, { job_id: job.id }) });
     },
     "job.get": async (request) => {
       const orgId = orgOf(request);

@@ -1,5 +1,5 @@
-/** RPC endpoints `catalog.location.*` (routes in the gateway's route table). */
-import { exclusivePair, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
+/** RPC endpoints `catalog.location.*` (method, path, scope and schemas in the operation catalog, packages/shared contracts/operations.ts). */
+import { exclusivePair, locationOf, operationNamed, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
 import { LOCATION_SORT_FIELDS, type LocationFilters, type TreeView } from "../locations/location-store.ts";
 import type { LocationService } from "../locations/location-service.ts";
 import { readQ } from "../requests/list-query.ts";
@@ -33,6 +33,9 @@ const tree =
     return ok(await locations.tree(orgId, id, view, page));
   };
 
+const CREATE = operationNamed("catalog", "location.create");
+const TAG_ATTACH = operationNamed("catalog", "location.tag.attach");
+
 export function locationHandlers(deps: {
   locations: LocationService;
   tags: TagService;
@@ -46,7 +49,7 @@ export function locationHandlers(deps: {
     },
     "location.create": async (request) => {
       const location = await locations.create(orgOf(request), request.body);
-      return ok({ data: location }, 201, { location: `/api/v1/locations/${location.id}` });
+      return ok({ data: location }, 201, { location: locationOf(CREATE, { location_id: location.id }) });
     },
     "location.get": async (request) => ok(await locations.get(orgOf(request), pathId(request, "location_id"))),
     "location.update": async (request) =>
@@ -62,7 +65,7 @@ export function locationHandlers(deps: {
     "location.tag.attach": async (request) => {
       const id = pathId(request, "location_id");
       const tag = await tags.attach(orgOf(request), "location", id, request.body);
-      return ok({ data: tag }, 201, { location: `/api/v1/locations/${id}/tags/${tag.id}` });
+      return ok({ data: tag }, 201, { location: locationOf(TAG_ATTACH, { location_id: id, tag_id: tag.id }) });
     },
     "location.tag.detach": async (request) => {
       await tags.detach(orgOf(request), "location", pathId(request, "location_id"), pathId(request, "tag_id"));

@@ -1,5 +1,5 @@
-/** RPC endpoints `catalog.scan_point.*`: /api/v1/scan-points (routes in the gateway's route table). */
-import { exclusivePair, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest, SCAN_POINT_OPERATIONS, SCAN_POINT_SOURCE_PATTERN } from "@whereabouts/shared";
+/** RPC endpoints `catalog.scan_point.*`: /api/v1/scan-points (method, path, scope and schemas in the operation catalog, packages/shared contracts/operations.ts). */
+import { exclusivePair, locationOf, operationNamed, QueryReader, readKeyFilter, SCAN_POINT_OPERATIONS, SCAN_POINT_SOURCE_PATTERN, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
 import type { ScanPointService } from "../scan-points/scan-point-service.ts";
 import { SCAN_POINT_SORT_FIELDS, type ScanPointFilters } from "../scan-points/scan-point-store.ts";
 import { noContent, ok, orgOf, pathId } from "./rpc-support.ts";
@@ -33,6 +33,8 @@ function readScanPointQuery(request: RpcRequest) {
   return { filters, page, sort };
 }
 
+const CREATE = operationNamed("catalog", SCAN_POINT_OPERATIONS.create);
+
 export function scanPointHandlers(scanPoints: ScanPointService): Record<string, RpcHandler> {
   return {
     [SCAN_POINT_OPERATIONS.list]: async (request) => {
@@ -41,7 +43,7 @@ export function scanPointHandlers(scanPoints: ScanPointService): Record<string, 
     },
     [SCAN_POINT_OPERATIONS.create]: async (request) => {
       const point = await scanPoints.create(orgOf(request), request.body);
-      return ok({ data: point }, 201, { location: `/api/v1/scan-points/${point.id}` });
+      return ok({ data: point }, 201, { location: locationOf(CREATE, { scan_point_id: point.id }) });
     },
     [SCAN_POINT_OPERATIONS.get]: async (request) => ok(await scanPoints.get(orgOf(request), pathId(request, "scan_point_id"))),
     [SCAN_POINT_OPERATIONS.update]: async (request) =>

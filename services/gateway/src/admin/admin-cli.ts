@@ -17,13 +17,13 @@ import {
   migrationsDir,
   parseConfig,
   parseInstant,
+  SCOPES,
   toWireTimestamp,
   toWireTimestampOrNull,
 } from "@whereabouts/shared";
 import { generateApiKey } from "../identity/api-key.ts";
 import { hashPassword, isEmail, MIN_PASSWORD_LENGTH, normalizeEmail } from "../identity/credentials.ts";
 import { createIdentityClient, createIdentityStore, type ApiKeyRow, type IdentityStore, type UserRow } from "../identity/identity-store.ts";
-import { SCOPES } from "../routes/route-table.ts";
 import { ImportFailed, importAssets, type AssetImportCommand } from "./asset-import.ts";
 
 export class UsageError extends Error {

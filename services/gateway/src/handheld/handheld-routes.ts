@@ -13,7 +13,7 @@ import { readFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyReply, FastifyRequest, RouteOptions } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from "fastify";
 import { z } from "zod";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import type { JetStreamClient } from "@nats-io/jetstream";
@@ -40,7 +40,8 @@ import type { AuthenticatedKey, AuthService } from "../identity/auth-service.ts"
 import { decoyPasswordHash, generateSession, hashSecret, normalizeEmail, verifyPassword } from "../identity/credentials.ts";
 import type { IdentityStore } from "../identity/identity-store.ts";
 import { hashesEqual } from "../identity/api-key.ts";
-import { checkContentType, decodeJsonBody } from "../http/http-rules.ts";
+import { checkContentType, decodeJsonBody } from "../http/request-decoding.ts";
+import type { GatewayRouteConfig } from "../plugins/app-plugin.ts";
 
 export const SESSION_COOKIE = "wa_session";
 export const CSRF_HEADER = "x-whereabouts-csrf";
@@ -101,6 +102,11 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 interface RouteRegistry {
   route(options: RouteOptions): unknown;
 }
+
+/** The handheld routes as a plugin: the gateway's rate limit (plugins/rate-limit.ts) counts its requests. */
+export const handheldPlugin: FastifyPluginAsync<Omit<HandheldDeps, "limit">> = async (app, deps) => {
+  registerHandheld(app, { ...deps, limit: (request, reply, bucket, max) => app.rateLimit(request, reply, bucket, max) });
+};
 
 export function registerHandheld(app: RouteRegistry, deps: HandheldDeps): void {
   const now = deps.now ?? (() => new Date());
@@ -173,7 +179,7 @@ export function registerHandheld(app: RouteRegistry, deps: HandheldDeps): void {
     app.route({
       method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
       url,
-      config: { handheld: true },
+      config: { open: true } satisfies GatewayRouteConfig,
       handler: async (request, reply) => {
         secure(reply);
         allow(request, reply, allowed);

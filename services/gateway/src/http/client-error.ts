@@ -8,8 +8,7 @@
  */
 import type { Duplex } from "node:stream";
 import { STATUS_CODES, type IncomingMessage } from "node:http";
-import { AppError, errorBody, newRequestId, notFound, toErrorEnvelope, type ErrorType } from "@whereabouts/shared";
-import { allowedMethods, ROUTES } from "../routes/route-table.ts";
+import { AppError, errorBody, newRequestId, notFound, OPERATION_ROUTES, toErrorEnvelope, type ErrorType } from "@whereabouts/shared";
 
 interface ParserError extends Error {
   code?: string;
@@ -90,7 +89,7 @@ function writeAndClose(
   setTimeout(() => socket.destroy(), 2000).unref();
 }
 
-const ROUTE_PATTERNS = ROUTES.map((route) => ({ route, pattern: new RegExp(`^${route.path.replace(/:\w+/g, "[^/]+")}$`) }));
+const ROUTE_PATTERNS = OPERATION_ROUTES.map((route) => ({ route, pattern: new RegExp(`^${route.path.replace(/:\w+/g, "[^/]+")}$`) }));
 
 /**
  * CONNECT, which Node hands over as a tunnel rather than a request: 405 with
@@ -108,7 +107,7 @@ export function answerConnect(req: IncomingMessage, socket: Duplex): void {
   else {
     const match = ROUTE_PATTERNS.find((r) => r.pattern.test(path));
     if (match) {
-      const allow = allowedMethods(match.route).join(", ");
+      const allow = match.route.allow;
       headers.allow = allow;
       err = new AppError("method_not_allowed", `Allowed methods: ${allow}`);
     } else err = notFound(`No resource at ${path}`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "@whereabouts/shared";
-import { checkContentType, decodeJsonBody } from "./http-rules.ts";
+import { checkContentType, decodeJsonBody } from "./request-decoding.ts";
 
 const typeOf = (fn: () => unknown) => {
   try {

@@ -1,8 +1,9 @@
-/** The generic HTTP rules of the spec: content types and JSON bodies. */
+/** The generic HTTP rules of the spec, framework-free: content types, JSON bodies, the query string. */
 import {
   AppError,
   badRequest,
   BODY_LIMIT_BYTES,
+  BODY_MEDIA_TYPES,
   DETAIL_NOT_JSON,
   DETAIL_NULL_PATCH,
   jsonProblemsError,
@@ -12,10 +13,6 @@ import {
 /** DECISIONS.md: 1 MiB; larger bodies get 413 payload_too_large. */
 export { BODY_LIMIT_BYTES };
 
-const MEDIA_TYPES: Record<string, string> = {
-  POST: "application/json",
-  PATCH: "application/merge-patch+json",
-};
 const DETAILS: Record<string, string> = {
   POST: "Content-Type must be application/json",
   PATCH: "Content-Type must be application/merge-patch+json on PATCH operations",
@@ -27,7 +24,7 @@ export function unsupportedMediaType(method: string): AppError {
 
 /** Accepts the method's media type, optionally with `charset=utf-8` only. */
 export function checkContentType(method: string, header: string | undefined): void {
-  const expected = Object.hasOwn(MEDIA_TYPES, method) ? MEDIA_TYPES[method] : undefined;
+  const expected = Object.hasOwn(BODY_MEDIA_TYPES, method) ? BODY_MEDIA_TYPES[method] : undefined;
   if (!expected) return;
   if (!header) throw unsupportedMediaType(method);
   const [type, ...params] = header.split(";").map((p) => p.trim());
@@ -52,7 +49,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * JSON.parse would turn into Infinity, and JSON into null) are refused too.
  */
 export function decodeJsonBody(method: string, raw: Buffer | undefined): unknown {
-  if (!Object.hasOwn(MEDIA_TYPES, method)) return undefined;
+  if (!Object.hasOwn(BODY_MEDIA_TYPES, method)) return undefined;
   let text: string;
   try {
     text = raw ? utf8.decode(raw) : "";
