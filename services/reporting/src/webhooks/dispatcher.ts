@@ -17,8 +17,7 @@
  * A replica that dies mid-delivery leaves a lease that expires; another then
  * sends again (at least once; counted in whereabouts_webhook_takeovers_total).
  */
-import http from "node:http";
-import https from "node:https";
+import { Pool as HttpPool, type Dispatcher } from "undici";
 import {
   WEBHOOK_RETRY_WINDOW_MS,
   WEBHOOK_TIMEOUT_MS,
@@ -46,6 +45,8 @@ export interface DispatcherOptions {
   /** Requests in flight in this replica, per webhook. */
   perTarget?: number;
   timeoutMs?: number;
+  /** Requests sent ahead on one connection before the first answer (HTTP/1.1 pipelining); 1: none. */
+  pipelining?: number;
   /** How often due work (retries, other replicas' events) is looked for, besides pokes. */
   pollMs?: number;
 }
@@ -96,6 +97,8 @@ const USER_AGENT = "Whereabouts-Webhooks/1";
 const SIGNATURE_HEADER_NAME = SIGNATURE_HEADER.toLowerCase();
 /** Parsed webhook urls (one per webhook, each used for every delivery); cleared when it grows past this. */
 const URL_CACHE_MAX = 10_000;
+/** A webhook's connections close after this long without a request. */
+const POOL_IDLE_MS = 60_000;
 /** Deliveries leased by one claim statement. */
 const CLAIM_MAX = 1000;
 
@@ -107,14 +110,18 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
   // Held past the request's timeout by a margin for recording it; then another replica may take it.
   const leaseS = Math.ceil(timeoutMs / 1000) + 5;
   const pollMs = options.pollMs ?? 250;
-  // Per-webhook limits are the dispatcher's (several webhooks may share one origin): the agents only cap the total.
-  const agents = {
-    "http:": new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency, lookup: options.guard.lookup }),
-    "https:": new https.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency, lookup: options.guard.lookup }),
-  };
+  const pipelining = options.pipelining ?? 1;
 
   let stopped = false;
   let inFlight = 0;
+  /**
+   * Leased and not yet recorded (in flight, or answered and waiting for the
+   * outcome write). Capped, so claims stop when the writes fall behind: an
+   * outcome waiting past its lease would let the delivery be sent again.
+   */
+  let unrecorded = 0;
+  /** A pump found no free slot: the next recorded outcome pumps again. */
+  let heldBack = false;
   const perWebhook = new Map<number, number>();
   let claiming: Promise<void> | undefined;
   let again = false;
@@ -179,14 +186,17 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
       again = true;
       return;
     }
-    const free = concurrency - inFlight;
-    if (free <= 0) return;
+    const free = Math.min(concurrency - inFlight, 2 * concurrency - unrecorded);
+    if (free <= 0) {
+      heldBack = true;
+      return;
+    }
     const claimStarted = performance.now();
     claiming = claim(Math.min(free, CLAIM_MAX))
       .then((rows) => {
         if (rows.length) logger.debug({ rows: rows.length, free, ms: Math.round(performance.now() - claimStarted) }, "webhook deliveries claimed");
         // An event goes to every webhook subscribed to it with the same body: rendered once per claim.
-        const bodies = new Map<string, string>();
+        const bodies = new Map<string, Buffer>();
         for (const row of rows) start(row, bodies);
         if (rows.length >= Math.min(free, CLAIM_MAX)) again = true;
       })
@@ -200,8 +210,9 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
       });
   }
 
-  function start(row: Claimed, bodies: Map<string, string>): void {
+  function start(row: Claimed, bodies: Map<string, Buffer>): void {
     inFlight++;
+    unrecorded++;
     perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
     if (row.taken_over) metrics?.webhookTakeovers.inc();
     // The slot frees when the answer is in; the lease keeps the delivery (and its chain) until the outcome is written.
@@ -223,11 +234,18 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
         release();
         logger.error({ err, delivery: String(row.id) }, "webhook delivery crashed");
       })
-      .finally(() => sends.delete(send));
+      .finally(() => {
+        unrecorded--;
+        sends.delete(send);
+        if (heldBack) {
+          heldBack = false;
+          pump();
+        }
+      });
     sends.add(send);
   }
 
-  async function deliver(row: Claimed, bodies: Map<string, string>): Promise<Outcome> {
+  async function deliver(row: Claimed, bodies: Map<string, Buffer>): Promise<Outcome> {
     const base = {
       id: row.id,
       webhookId: row.webhook_id,
@@ -244,7 +262,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     }
     let body = bodies.get(row.event_seq);
     if (body === undefined) {
-      body = `${JSON.stringify({ id: row.event_id, type: row.type, occurred_at: row.occurred_at, org_id: row.org_id }).slice(0, -1)},"data":${row.data}}`;
+      body = Buffer.from(`${JSON.stringify({ id: row.event_id, type: row.type, occurred_at: row.occurred_at, org_id: row.org_id }).slice(0, -1)},"data":${row.data}}`);
       bodies.set(row.event_seq, body);
     }
     const started = Date.now();
@@ -253,9 +271,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     try {
       options.guard.checkLiteral(row.url);
       const secrets = row.previous_secret ? [row.secret, row.previous_secret] : [row.secret];
-      statusCode = await post(row.url, body, {
+      statusCode = await post(row.webhook_id, row.url, body, {
         "content-type": "application/json",
-        "content-length": String(Buffer.byteLength(body)),
         "user-agent": USER_AGENT,
         "whereabouts-event-id": row.event_id,
         "whereabouts-event-type": row.type ?? "",
@@ -276,6 +293,44 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     return { ...base, statusCode, durationMs, error, state: expired ? "failed" : "pending", nextAttemptAt: expired ? null : next };
   }
 
+  /**
+   * One undici pool per webhook, as many connections as it may have requests
+   * in flight: its requests never queue behind another webhook's (several may
+   * share an origin), and a hanging receiver holds only its own connections.
+   * undici costs far less per request than node:http (measured with the
+   * drain script), and never follows redirects.
+   */
+  const pools = new Map<number, { origin: string; client: HttpPool; usedAt: number }>();
+  function poolFor(webhookId: number, target: URL): HttpPool {
+    const origin = target.origin;
+    const held = pools.get(webhookId);
+    if (held && held.origin === origin) {
+      held.usedAt = Date.now();
+      return held.client;
+    }
+    // The webhook's url moved to another origin: the old pool finishes what it has, then closes.
+    if (held) void held.client.close().catch(() => undefined);
+    const client = new HttpPool(origin, {
+      connections: perTarget,
+      pipelining,
+      // Backstops only: the deadline below covers the whole exchange.
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      connect: { timeout: timeoutMs, ...(options.guard.lookup ? { lookup: options.guard.lookup } : {}) },
+    });
+    pools.set(webhookId, { origin, client, usedAt: Date.now() });
+    return client;
+  }
+  /** Pools of webhooks that sent nothing for a while (deleted, or quiet) are closed. */
+  function closeIdlePools(): void {
+    const before = Date.now() - POOL_IDLE_MS;
+    for (const [id, held] of pools) {
+      if (held.usedAt >= before || perWebhook.has(id)) continue;
+      pools.delete(id);
+      void held.client.close().catch(() => undefined);
+    }
+  }
+
   const urls = new Map<string, URL>();
   function parsed(url: string): URL {
     let target = urls.get(url);
@@ -287,26 +342,57 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     return target;
   }
 
-  function post(url: string, body: string, headers: Record<string, string>): Promise<number> {
+  /** The answer's status code; rejects on a network error or no complete answer within the timeout. */
+  function post(webhookId: number, url: string, body: Buffer, headers: Record<string, string>): Promise<number> {
     const target = parsed(url);
-    const agent = agents[target.protocol as keyof typeof agents];
-    const transport = target.protocol === "https:" ? https : http;
+    const client = poolFor(webhookId, target);
     return new Promise<number>((resolve, reject) => {
-      const req = transport.request(
-        target,
-        { method: "POST", agent, headers },
-        (res) => {
+      let settled = false;
+      let controller: Dispatcher.DispatchController | undefined;
+      let status = 0;
+      const settle = (err: Error | null): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        if (err) reject(err);
+        else resolve(status);
+      };
+      // One timer for the whole exchange, waiting for a connection included.
+      const deadline = setTimeout(() => {
+        const err = new Error(controller ? `no answer within ${timeoutMs} ms` : `no connection within ${timeoutMs} ms`);
+        settle(err);
+        controller?.abort(err);
+      }, timeoutMs);
+      client.dispatch(
+        {
+          origin: target.origin,
+          path: target.pathname + target.search,
+          method: "POST",
+          headers,
+          body,
+          // A delivery may be sent again (at least once), so it may share a connection's pipeline.
+          idempotent: true,
+          blocking: false,
+        },
+        {
+          onRequestStart(c) {
+            controller = c;
+            // Timed out while waiting for a connection: not sent at all.
+            if (settled) c.abort(new Error("timed out"));
+          },
+          onResponseStart(_c, statusCode) {
+            status = statusCode;
+          },
           // The answer's body is not read beyond draining it.
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-          res.on("error", reject);
+          onResponseData() {},
+          onResponseEnd() {
+            settle(null);
+          },
+          onResponseError(_c, err) {
+            settle(err);
+          },
         },
       );
-      // One timer for the whole exchange (an idle-socket timeout as well cost a second one per request).
-      const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      req.on("close", () => clearTimeout(deadline));
-      req.on("error", reject);
-      req.end(body);
     });
   }
 
@@ -392,6 +478,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
 
   const timer = setInterval(pump, pollMs);
   timer.unref();
+  const sweeper = setInterval(closeIdlePools, POOL_IDLE_MS);
+  sweeper.unref();
   pump();
 
   return {
@@ -399,11 +487,13 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearInterval(sweeper);
       await claiming;
       // In-flight requests finish (within the timeout) and their outcomes are written.
       await Promise.all([...sends]);
       await flush();
-      for (const agent of Object.values(agents)) agent.destroy();
+      await Promise.all([...pools.values()].map((held) => held.client.destroy()));
+      pools.clear();
     },
   };
 }
