@@ -87,10 +87,16 @@ interface Outcome {
   eventSeq: string;
 }
 
-/** The retry schedule: 1 s doubling, capped at 1 h, plus up to 25 % jitter (never earlier than the schedule). */
+/** The longest wait between two attempts (EXTENSIONS.md section 4: capped at 1 h). */
+export const RETRY_DELAY_CAP_MS = 3600_000;
+
+/**
+ * The retry schedule: 1 s doubling, plus up to 25 % jitter (never earlier
+ * than the schedule), and never more than the cap, jitter included.
+ */
 export function retryDelayMs(attempt: number, random = Math.random()): number {
-  const base = Math.min(1000 * 2 ** Math.max(0, attempt - 1), 3600_000);
-  return Math.round(base * (1 + 0.25 * random));
+  const base = Math.min(1000 * 2 ** Math.max(0, attempt - 1), RETRY_DELAY_CAP_MS);
+  return Math.min(Math.round(base * (1 + 0.25 * random)), RETRY_DELAY_CAP_MS);
 }
 
 const USER_AGENT = "Whereabouts-Webhooks/1";
