@@ -136,43 +136,48 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
   const sends = new Set<Promise<void>>();
 
   /**
-   * One statement: the due chain heads (at most `perTarget` per webhook, none
-   * of a saturated one), locked without waiting for rows another replica
-   * holds, leased, and returned with their webhook and event.
+   * One statement: the due chain heads, locked as they are scanned without
+   * waiting for rows another replica holds, at most the webhook's free slots
+   * of each (none of a saturated one), leased (found again by their row
+   * address, no index lookups), and returned with their webhook and event.
+   *
+   * The scan reads as many rows as it may claim: in the due order, webhooks
+   * interleave (an event queues one delivery per webhook), so nearly every row
+   * scanned is claimed. When one webhook fills the front of the order, the
+   * claim comes back short and the next one runs at once, that webhook then
+   * saturated and skipped.
    */
   async function claim(limit: number): Promise<Claimed[]> {
-    const saturated = [...perWebhook].filter(([, n]) => n >= perTarget).map(([id]) => id);
+    const busy = [...perWebhook];
+    const saturated = busy.filter(([, n]) => n >= perTarget).map(([id]) => id);
     const { rows } = await pool.query<Claimed>({
-      text: `WITH candidates AS (
-         SELECT id FROM (
-           SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rank
-             FROM (SELECT d.id, d.webhook_id, d.next_attempt_at
-                     FROM reporting.webhook_deliveries d
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-                      AND (d.lease_until IS NULL OR d.lease_until < now())
-                      AND NOT (d.webhook_id = ANY ($1::int[]))
-                      AND NOT EXISTS (
-                        SELECT 1 FROM reporting.webhook_deliveries e
-                         WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.state = 'pending'
-                           AND (e.event_seq, e.id) < (d.event_seq, d.id))
-                    ORDER BY d.next_attempt_at, d.id
-                    LIMIT $3) d
-         ) c
-         WHERE rank <= $2
-         ORDER BY next_attempt_at, id
-         LIMIT $4
-       ), locked AS (
-         -- Rechecked on the locked row: another replica may have leased it meanwhile.
-         -- A lease still set when taken is one whose replica stopped before recording the outcome.
-         SELECT d.id, d.lease_until IS NOT NULL AS taken_over
+      text: `WITH scanned AS (
+         SELECT d.ctid AS tid, d.id, d.webhook_id, d.next_attempt_at,
+                -- A lease still set when taken is one whose replica stopped before recording the outcome.
+                d.lease_until IS NOT NULL AS taken_over
            FROM reporting.webhook_deliveries d
-          WHERE d.id = ANY (ARRAY(SELECT id FROM candidates)) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+          WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+            AND (d.lease_until IS NULL OR d.lease_until < now())
+            AND NOT (d.webhook_id = ANY ($1::int[]))
+            AND NOT EXISTS (
+              SELECT 1 FROM reporting.webhook_deliveries e
+               WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.state = 'pending'
+                 AND (e.event_seq, e.id) < (d.event_seq, d.id))
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT $3
           FOR UPDATE SKIP LOCKED
+       ), candidates AS (
+         SELECT c.tid, c.taken_over
+           FROM (SELECT s.*, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.next_attempt_at, s.id) AS rank FROM scanned s) c
+           LEFT JOIN unnest($5::int[], $6::int[]) AS b(webhook_id, n) ON b.webhook_id = c.webhook_id
+          WHERE c.rank <= $2 - coalesce(b.n, 0)
        ), claimed AS (
+         -- The rows are locked by this statement: their address cannot change under it.
          UPDATE reporting.webhook_deliveries d
-            SET lease_until = now() + make_interval(secs => $5), attempts = d.attempts + 1
-           FROM locked WHERE d.id = locked.id
-         RETURNING d.id, d.webhook_id, d.org_id, d.attempts, d.created_at, d.ordering_key, d.event_seq, locked.taken_over
+            SET lease_until = now() + make_interval(secs => $4), attempts = d.attempts + 1
+           FROM candidates c
+          WHERE d.ctid = ANY (ARRAY(SELECT tid FROM candidates)) AND d.ctid = c.tid
+         RETURNING d.id, d.webhook_id, d.org_id, d.attempts, d.created_at, d.ordering_key, d.event_seq, c.taken_over
        )
        SELECT c.*, w.url, w.secret,
               CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
@@ -181,7 +186,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
          LEFT JOIN reporting.webhooks w ON w.id = c.webhook_id AND w.deleted_at IS NULL
          LEFT JOIN reporting.partner_events e ON e.seq = c.event_seq
         ORDER BY c.id`,
-      values: [saturated, perTarget, limit * 4, limit, leaseS],
+      values: [saturated, perTarget, limit, leaseS, busy.map(([id]) => id), busy.map(([, n]) => n)],
     });
     return rows;
   }
@@ -204,7 +209,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
         // An event goes to every webhook subscribed to it with the same body: rendered once per claim.
         const bodies = new Map<string, Buffer>();
         for (const row of rows) start(row, bodies);
-        if (rows.length >= Math.min(free, CLAIM_MAX)) again = true;
+        // A short claim may be one webhook filling the front of the due order (see claim): look again.
+        if (rows.length) again = true;
       })
       .catch((err: unknown) => logger.warn({ err }, "claiming webhook deliveries failed; next round retries"))
       .finally(() => {
