@@ -56,7 +56,10 @@ async function receiver(answer: (path: string) => number | null) {
 }
 
 /** Runs `body` with a dispatcher working, stopped afterwards (so the next test's is the only one). */
-async function withDispatcher(options: { perTarget?: number; timeoutMs?: number }, body: () => Promise<void>): Promise<void> {
+async function withDispatcher(
+  options: { perTarget?: number; timeoutMs?: number; concurrency?: number; pollMs?: number },
+  body: () => Promise<void>,
+): Promise<void> {
   const d = startWebhookDispatcher({
     pool,
     guard: createTargetGuard(true),
@@ -188,6 +191,25 @@ describe("the webhook dispatcher", () => {
       holding = false;
       for (const h of held) h.answer(204);
       await eventually(async () => ((await attempts(hung)).filter((a) => a.state === "delivered").length === 5 ? true : undefined), 10_000, 20);
+    });
+  });
+
+  it("a webhook whose backlog fills the front of the due order does not keep the others waiting for the next poll", async () => {
+    let holding = true;
+    const hook = await receiver((path) => (path === "/backlog" && holding ? null : 204));
+    const backlog = await webhook(`${hook.base}/backlog`);
+    const other = await webhook(`${hook.base}/other`);
+    for (let i = 0; i < 20; i++) await queue(backlog);
+    const otherEvents = [await queue(other), await queue(other)];
+    // The first claim may scan 4 rows, all the backlog's, and take 2 of them (its slots):
+    // the next claim must follow at once, not after a poll a minute away.
+    await withDispatcher({ perTarget: 2, concurrency: 4, pollMs: 60_000, timeoutMs: 20_000 }, async () => {
+      await eventually(async () => ((await attempts(other)).length === 2 ? true : undefined), 10_000, 20);
+      expect(hook.hits.filter((h) => h.path === "/other").map((h) => h.eventId).sort()).toEqual([...otherEvents].sort());
+      expect(hook.hits.filter((h) => h.path === "/backlog")).toHaveLength(2);
+      holding = false;
+      for (const h of hook.hits.filter((x) => x.path === "/backlog")) h.answer(204);
+      await eventually(async () => ((await attempts(backlog)).length === 20 ? true : undefined), 10_000, 20);
     });
   });
 });

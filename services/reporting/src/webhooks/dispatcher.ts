@@ -61,6 +61,8 @@ interface Claimed {
   ordering_key: string;
   event_seq: string;
   taken_over: boolean;
+  /** Due rows the claim's scan read (the same on every row). */
+  scanned: number;
   url: string | null;
   secret: string | null;
   previous_secret: string | null;
@@ -144,8 +146,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
    * The scan reads as many rows as it may claim: in the due order, webhooks
    * interleave (an event queues one delivery per webhook), so nearly every row
    * scanned is claimed. When one webhook fills the front of the order, the
-   * claim comes back short and the next one runs at once, that webhook then
-   * saturated and skipped.
+   * claim comes back shorter than its scan and the next one runs at once,
+   * that webhook then saturated and skipped.
    */
   async function claim(limit: number): Promise<Claimed[]> {
     const busy = [...perWebhook];
@@ -179,7 +181,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
           WHERE d.ctid = ANY (ARRAY(SELECT tid FROM candidates)) AND d.ctid = c.tid
          RETURNING d.id, d.webhook_id, d.org_id, d.attempts, d.created_at, d.ordering_key, d.event_seq, c.taken_over
        )
-       SELECT c.*, w.url, w.secret,
+       SELECT c.*, (SELECT count(*) FROM scanned)::int AS scanned, w.url, w.secret,
               CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
               e.id AS event_id, e.type, e.occurred_at, e.data::text AS data, e.recorded_at
          FROM claimed c
@@ -209,8 +211,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
         // An event goes to every webhook subscribed to it with the same body: rendered once per claim.
         const bodies = new Map<string, Buffer>();
         for (const row of rows) start(row, bodies);
-        // A short claim may be one webhook filling the front of the due order (see claim): look again.
-        if (rows.length) again = true;
+        // Full, or short because some webhooks had no free slot for all they had due (see claim): look again.
+        if (rows.length && (rows.length >= Math.min(free, CLAIM_MAX) || rows[0]!.scanned > rows.length)) again = true;
       })
       .catch((err: unknown) => logger.warn({ err }, "claiming webhook deliveries failed; next round retries"))
       .finally(() => {
