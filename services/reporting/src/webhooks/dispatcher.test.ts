@@ -1,9 +1,10 @@
 /**
  * The webhook dispatcher on its own (EXTENSIONS.md section 4), against a real
  * database and real HTTP receivers on loopback: the retry schedule and its
- * cap, giving up 24 h after the event (`failed`), a deleted webhook, and a
- * hanging receiver that shares its origin with another webhook (several
- * webhooks may point at one host) without delaying it.
+ * cap, giving up 24 h after the event (`failed`), a deleted webhook, the
+ * SSRF guard on the address dialled, a hanging receiver that shares its
+ * origin with another webhook (several webhooks may point at one host)
+ * without delaying it, and a backlog in front of the due order.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,7 +13,7 @@ import { createLogger, createPool, WEBHOOK_RETRY_WINDOW_MS, type Pool } from "@w
 import { createTestDatabase, eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll } from "../../../../scripts/migrate.ts";
 import { RETRY_DELAY_CAP_MS, retryDelayMs, startWebhookDispatcher } from "./dispatcher.ts";
-import { createTargetGuard } from "./target-guard.ts";
+import { createTargetGuard, type TargetGuard } from "./target-guard.ts";
 
 let db: TestDatabase;
 let pool: Pool;
@@ -57,7 +58,7 @@ async function receiver(answer: (path: string) => number | null) {
 
 /** Runs `body` with a dispatcher working, stopped afterwards (so the next test's is the only one). */
 async function withDispatcher(
-  options: { perTarget?: number; timeoutMs?: number; concurrency?: number; pollMs?: number },
+  options: { perTarget?: number; timeoutMs?: number; concurrency?: number; pollMs?: number; guard?: TargetGuard },
   body: () => Promise<void>,
 ): Promise<void> {
   const d = startWebhookDispatcher({
@@ -192,6 +193,25 @@ describe("the webhook dispatcher", () => {
       for (const h of held) h.answer(204);
       await eventually(async () => ((await attempts(hung)).filter((a) => a.state === "delivered").length === 5 ? true : undefined), 10_000, 20);
     });
+  });
+
+  it("checks the address it dials: a name that resolves to loopback is refused when it connects", async () => {
+    const hook = await receiver(() => 204);
+    const id = await webhook(`http://localhost:${new URL(hook.base).port}/named`);
+    const event = await queue(id);
+    // The save-time check of the name is left out, so only the connection's lookup can refuse it.
+    const guard: TargetGuard = { ...createTargetGuard(false), checkLiteral: () => undefined };
+    let log: AttemptRow[] = [];
+    await withDispatcher({ guard }, async () => {
+      log = await eventually(async () => {
+        const rows = await attempts(id);
+        return rows.length ? rows : undefined;
+      });
+    });
+    expect(log[0]).toMatchObject({ event_id: event, attempt: 1, status_code: null, state: "pending" });
+    expect(log[0]!.error).toMatch(/127\.0\.0\.1 is a private, loopback, link-local or reserved address|::1 is a private/);
+    expect(hook.hits).toHaveLength(0);
+    await pool.query(`DELETE FROM reporting.webhook_deliveries WHERE webhook_id = $1`, [id]);
   });
 
   it("a webhook whose backlog fills the front of the due order does not keep the others waiting for the next poll", async () => {
