@@ -113,7 +113,7 @@ const CLAIM_MAX = 1000;
 export function startWebhookDispatcher(options: DispatcherOptions): Worker & { poke(): void } {
   const { pool, logger, metrics } = options;
   const concurrency = options.concurrency ?? 1024;
-  const perTarget = options.perTarget ?? 16;
+  const perTarget = options.perTarget ?? 32;
   const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   // Held past the request's timeout by a margin for recording it; then another replica may take it.
   const leaseS = Math.ceil(timeoutMs / 1000) + 5;
