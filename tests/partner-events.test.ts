@@ -9,7 +9,7 @@ import { createHmac } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { scanSubject } from "@whereabouts/shared";
+import { PARTNER_EVENT_SCHEMA_VERSION, PartnerEvent, scanSubject } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
 import { createReportingDb } from "../services/reporting/src/reporting-db.ts";
 import { purgeExpiredEvents } from "../services/reporting/src/events/event-feed.ts";
@@ -158,7 +158,14 @@ describe("the event feed", () => {
     for (const e of events) {
       expect(e.id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
       expect(e.org_id).toBe(t.orgId);
+      // Each matches its type's versioned schema (the envelope and its data), as published in packages/shared.
+      const parsed = PartnerEvent.safeParse(e);
+      expect(parsed.success, `${e.type}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
     }
+    expect(PARTNER_EVENT_SCHEMA_VERSION).toBe(1);
+    // The schemas are strict enough to fail: a move without its destination is no asset.moved.
+    const move = events.find((e) => e.type === "asset.moved")!;
+    expect(PartnerEvent.safeParse({ ...move, data: { ...move.data, to_location_id: undefined } }).success).toBe(false);
     expect(events[0]!.data).toEqual(dock.body!.data);
     expect(events[1]!.data).toEqual(yard.body!.data);
     expect(events[2]!.data).toEqual(created.body!.data);
@@ -385,6 +392,36 @@ describe("webhooks", () => {
     expect(attempt).toMatchObject({ attempt: 1, status_code: null, state: "pending" });
     expect(attempt.duration_ms).toBeGreaterThanOrEqual(10_000);
     expect(attempt.error).toMatch(/10000 ms/);
+  });
+
+  it("delivers an organization's events only to its own webhooks", async () => {
+    const other = await stack.tenant("Other Delivery Org");
+    const mine = await receiver();
+    const theirs = await receiver();
+    const myHook = await api("POST", "/api/v1/webhooks", { url: mine.url, types: ["location.created"] });
+    const theirHook = await api("POST", "/api/v1/webhooks", { url: theirs.url, types: ["location.created"] }, other.auth);
+    expect([myHook.status, theirHook.status]).toEqual([201, 201]);
+    await api("POST", "/api/v1/locations", { name: "Mine", external_key: "EV-ISO-MINE" });
+    await api("POST", "/api/v1/locations", { name: "Theirs", external_key: "EV-ISO-THEIRS" }, other.auth);
+    // A marker after both: once each receiver has its own marker, anything misrouted would have arrived before it.
+    await api("POST", "/api/v1/locations", { name: "Mine, last", external_key: "EV-ISO-MINE-LAST" });
+    await api("POST", "/api/v1/locations", { name: "Theirs, last", external_key: "EV-ISO-THEIRS-LAST" }, other.auth);
+    const keys = (r: typeof mine) => r.events().map((e) => e.data.external_key);
+    await eventually(async () => (keys(mine).includes("EV-ISO-MINE-LAST") && keys(theirs).includes("EV-ISO-THEIRS-LAST") ? true : undefined), 20_000, 50);
+    expect(keys(mine)).toEqual(["EV-ISO-MINE", "EV-ISO-MINE-LAST"]);
+    expect(keys(theirs)).toEqual(["EV-ISO-THEIRS", "EV-ISO-THEIRS-LAST"]);
+    expect(mine.events().every((e) => (e as { org_id?: number }).org_id === t.orgId)).toBe(true);
+    expect(theirs.events().every((e) => (e as { org_id?: number }).org_id === other.orgId)).toBe(true);
+    // Each organization's delivery log holds its own attempts only; the other's webhook is not found.
+    const log = await eventually(async () => {
+      const res = await api("GET", `/api/v1/webhooks/${theirHook.body!.data.id}/deliveries`, undefined, other.auth);
+      return res.body!.total_count === 2 ? res.body! : undefined;
+    });
+    expect(log.data.map((d: { event_type: string }) => d.event_type)).toEqual(["location.created", "location.created"]);
+    expect((await api("GET", `/api/v1/webhooks/${theirHook.body!.data.id}/deliveries`)).status).toBe(404);
+    expect((await api("GET", `/api/v1/webhooks/${myHook.body!.data.id}/deliveries`, undefined, other.auth)).status).toBe(404);
+    await api("DELETE", `/api/v1/webhooks/${myHook.body!.data.id}`);
+    await api("DELETE", `/api/v1/webhooks/${theirHook.body!.data.id}`, undefined, other.auth);
   });
 
   it("does not follow redirects: a 3xx is a failed attempt, retried later", async () => {

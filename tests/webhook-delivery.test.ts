@@ -2,7 +2,8 @@
  * Webhook delivery across reporting replicas: per-asset order with two
  * replicas sharing the work (and retries in the way), and a replica killed
  * mid-delivery (SIGKILL of a real process): nothing is lost, and what the
- * receiver got twice is counted.
+ * receiver got twice is counted; one killed after its deliveries were
+ * acknowledged and recorded: none of them is sent again.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -165,5 +166,43 @@ describe("webhook delivery", () => {
     const takenOver = rows.filter((d) => d.attempt === 2).length;
     expect(takenOver).toBeGreaterThanOrEqual(duplicates);
     expect(rows.every((d) => d.attempt <= 2)).toBe(true);
+  });
+
+  it("a replica killed after its deliveries were acknowledged and recorded sends none of them again", { timeout: 120_000 }, async () => {
+    await stack.stopService("reporting");
+    const hook = await receiver(() => 200);
+    const created = await api("POST", "/api/v1/webhooks", { url: hook.url, types: ["location.created"] });
+    expect(created.status).toBe(201);
+    const webhookId = created.json().data.id;
+    const replica: ServiceProcess = await spawnService("reporting", {
+      DATABASE_URL: stack.db.url,
+      NATS_URL: stack.nats.url,
+      WEBHOOK_ALLOW_PRIVATE: "true",
+      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
+    cleanup.push(() => replica.kill());
+    await waitForReadiness(replica, 200, 60_000);
+    const keys = Array.from({ length: 6 }, (_, i) => `ACKED-${i}`);
+    for (const key of keys) expect((await api("POST", "/api/v1/locations", { name: key, external_key: key })).status).toBe(201);
+    const delivered = async () =>
+      (await api("GET", `/api/v1/webhooks/${webhookId}/deliveries?state=delivered&limit=200`)).json().data as unknown as Array<{ event_id: string; attempt: number }>;
+    // Acknowledged with 2xx and recorded as delivered: then the replica dies.
+    await eventually(async () => ((await delivered()).length === keys.length ? true : undefined), 30_000, 50);
+    replica.child.kill("SIGKILL");
+    await replica.exit;
+
+    await stack.startService("reporting");
+    // Past the dead replica's leases (timeout + 5 s), if it had held any: what comes now is new work only.
+    const after = Date.now() + TIMEOUT_MS + 6000;
+    expect((await api("POST", "/api/v1/locations", { name: "ACKED-after", external_key: "ACKED-after" })).status).toBe(201);
+    await eventually(async () => (Date.now() > after && hook.hits.some((h) => h.event.data.name === "ACKED-after") ? true : undefined), 60_000, 200);
+    const seen = new Map<string, number>();
+    for (const h of hook.hits) seen.set(h.event.data.name, (seen.get(h.event.data.name) ?? 0) + 1);
+    expect(Object.fromEntries(seen)).toEqual(Object.fromEntries([...keys, "ACKED-after"].map((k) => [k, 1])));
+    const log = await eventually(async () => {
+      const rows = await delivered();
+      return rows.length === keys.length + 1 ? rows : undefined;
+    });
+    expect(log.every((d) => d.attempt === 1)).toBe(true);
   });
 });

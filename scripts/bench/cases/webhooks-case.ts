@@ -4,14 +4,20 @@
  * `asset.moved` event, and every webhook subscribed to it gets a signed POST.
  *
  * - webhooks-throughput: 100 webhooks, moves offered so that 5,000
- *   deliveries/s are due; the rate is what the receiver got per second, from
- *   the first publish to the last delivery.
+ *   deliveries/s are due; the rate is deliveries per second, from the first
+ *   publish to the last delivery.
  * - webhooks-latency: 10 webhooks, 1,000 deliveries/s offered; each sample is
  *   publish of the scan → POST received (the whole path: ingestion, the
  *   projection's feed row, the dispatcher).
  *
+ * A delivery counts once: a POST to a webhook's own path, signed with its
+ * secret (the documented recipe), answered 204; a repeat of one (at least
+ * once: a retry after a timeout) is answered too but counted apart, and a
+ * POST that fails the check gets 400 and counts as an error.
+ *
  * The webhooks are deleted afterwards, so later cases do not pay for them.
  */
+import { createHmac, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
@@ -23,10 +29,16 @@ import { TAGS_PER_EVENT } from "../scan-workload.ts";
 
 const throughputTarget: Target = { text: "≥5,000 deliveries/s (100 webhooks)", criteria: [atLeast("rate", 5000)] };
 const latencyTarget: Target = { text: "p99 < 500 ms (scan → delivery, 1,000/s)", criteria: [below("p99", 500)] };
-const WebhookReply = z.object({ data: z.object({ id: z.number().int() }) });
+const WebhookReply = z.object({ data: z.object({ id: z.number().int(), secret: z.string() }) });
 
 interface Receiver {
   url: string;
+  /** secret by the webhook's path ("/hook/<i>") */
+  secrets: Map<string, string>;
+  /** "<path> <event id>" of every delivery counted */
+  delivered: Set<string>;
+  repeats: number;
+  rejected: number;
   /** publish time (ms) by "<asset_id>@<observed epoch ms>" */
   published: Map<string, number>;
   latencies: number[];
@@ -37,9 +49,23 @@ interface Receiver {
   close(): Promise<void>;
 }
 
+/** The partner's check (EXTENSIONS.md section 4): any v1 = hex HMAC-SHA256(secret, "<t>.<raw body>"). */
+function signedWith(header: string | string[] | undefined, secret: string, raw: Buffer): boolean {
+  if (typeof header !== "string") return false;
+  const parts = header.split(",").map((p) => p.split("="));
+  const t = parts.find(([k]) => k === "t")?.[1];
+  if (!t) return false;
+  const expected = createHmac("sha256", secret).update(`${t}.`).update(raw).digest();
+  return parts.some(([k, v]) => k === "v1" && v?.length === 64 && timingSafeEqual(Buffer.from(v, "hex"), expected));
+}
+
 async function startReceiver(): Promise<Receiver> {
   const r: Receiver = {
     url: "",
+    secrets: new Map(),
+    delivered: new Set(),
+    repeats: 0,
+    rejected: 0,
     published: new Map(),
     latencies: [],
     received: 0,
@@ -52,19 +78,30 @@ async function startReceiver(): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      res.writeHead(204).end();
       const now = performance.now();
+      const raw = Buffer.concat(chunks);
+      const secret = r.secrets.get(req.url ?? "");
+      const eventId = req.headers["whereabouts-event-id"];
+      if (req.method !== "POST" || !secret || typeof eventId !== "string" || !signedWith(req.headers["whereabouts-signature"], secret, raw)) {
+        r.rejected++;
+        return void res.writeHead(400).end();
+      }
+      res.writeHead(204).end();
+      const key = `${req.url} ${eventId}`;
+      if (r.delivered.has(key)) return void r.repeats++;
+      r.delivered.add(key);
       r.received++;
       r.firstAt ||= now;
       r.lastAt = now;
-      const event = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { type: string; data: { asset_id: number; observed_at: string } };
+      const event = JSON.parse(raw.toString("utf8")) as { id: string; type: string; data: { asset_id: number; observed_at: string } };
       if (event.type !== "asset.moved") return void r.nonMoves++;
       const sent = r.published.get(`${event.data.asset_id}@${Date.parse(event.data.observed_at)}`);
       if (sent !== undefined) r.latencies.push(now - sent);
     });
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  // A backlog for every connection the dispatcher may open at once (16 per webhook): past the default 511 they wait for SYN retries.
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, resolve));
   r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   r.close = async () => {
     server.closeAllConnections();
@@ -86,6 +123,7 @@ async function run(ctx: BenchContext, name: string, target: Target, webhooks: nu
     for (let i = 0; i < webhooks; i++) {
       const created = await ctx.api.post("/api/v1/webhooks", { url: `${receiver.url}/${i}`, types: ["asset.moved"] }, WebhookReply);
       ids.push(created.data.id);
+      receiver.secrets.set(`${new URL(receiver.url).pathname}/${i}`, created.data.secret);
     }
     const scansPerSecond = deliveriesPerSecond / webhooks / TAGS_PER_EVENT;
     let publishErrors = 0;
@@ -119,7 +157,7 @@ async function run(ctx: BenchContext, name: string, target: Target, webhooks: nu
       latency: summarizeLatencies(receiver.latencies),
       metrics: {},
       non2xx: 0,
-      errors: missing + publishErrors,
+      errors: missing + publishErrors + receiver.rejected,
       target,
       note: `${webhooks} webhooks, ${Math.round(deliveriesPerSecond)} deliveries/s offered for ${seconds} s; latency is scan publish → POST received`,
       details: {
@@ -127,6 +165,8 @@ async function run(ctx: BenchContext, name: string, target: Target, webhooks: nu
         moves_published: moves,
         deliveries_expected: expected,
         deliveries_received: receiver.received,
+        repeated_deliveries: receiver.repeats,
+        rejected_requests: receiver.rejected,
         missing,
         publish_errors: publishErrors,
         other_events: receiver.nonMoves,

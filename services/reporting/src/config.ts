@@ -11,7 +11,7 @@ export const ReportingEnv = BaseServiceEnv.extend({
   WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   /** Webhook requests in flight per reporting replica, and per webhook. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(1024),
-  WEBHOOK_TARGET_CONCURRENCY: z.coerce.number().int().positive().default(16),
+  WEBHOOK_TARGET_CONCURRENCY: z.coerce.number().int().positive().default(32),
   /** A delivery is delivered on a 2xx within this long (EXTENSIONS.md: 10 s). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(60_000).default(10_000),
 });

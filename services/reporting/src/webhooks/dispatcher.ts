@@ -17,8 +17,7 @@
  * A replica that dies mid-delivery leaves a lease that expires; another then
  * sends again (at least once; counted in whereabouts_webhook_takeovers_total).
  */
-import http from "node:http";
-import https from "node:https";
+import { Pool as HttpPool, type Dispatcher } from "undici";
 import {
   WEBHOOK_RETRY_WINDOW_MS,
   WEBHOOK_TIMEOUT_MS,
@@ -46,6 +45,8 @@ export interface DispatcherOptions {
   /** Requests in flight in this replica, per webhook. */
   perTarget?: number;
   timeoutMs?: number;
+  /** Requests sent ahead on one connection before the first answer (HTTP/1.1 pipelining); 1: none. */
+  pipelining?: number;
   /** How often due work (retries, other replicas' events) is looked for, besides pokes. */
   pollMs?: number;
 }
@@ -60,6 +61,8 @@ interface Claimed {
   ordering_key: string;
   event_seq: string;
   taken_over: boolean;
+  /** Due rows the claim's scan read (the same on every row). */
+  scanned: number;
   url: string | null;
   secret: string | null;
   previous_secret: string | null;
@@ -86,35 +89,47 @@ interface Outcome {
   eventSeq: string;
 }
 
-/** The retry schedule: 1 s doubling, capped at 1 h, plus up to 25 % jitter (never earlier than the schedule). */
+/** The longest wait between two attempts (EXTENSIONS.md section 4: capped at 1 h). */
+export const RETRY_DELAY_CAP_MS = 3600_000;
+
+/**
+ * The retry schedule: 1 s doubling, plus up to 25 % jitter (never earlier
+ * than the schedule), and never more than the cap, jitter included.
+ */
 export function retryDelayMs(attempt: number, random = Math.random()): number {
-  const base = Math.min(1000 * 2 ** Math.max(0, attempt - 1), 3600_000);
-  return Math.round(base * (1 + 0.25 * random));
+  const base = Math.min(1000 * 2 ** Math.max(0, attempt - 1), RETRY_DELAY_CAP_MS);
+  return Math.min(Math.round(base * (1 + 0.25 * random)), RETRY_DELAY_CAP_MS);
 }
 
 const USER_AGENT = "Whereabouts-Webhooks/1";
 const SIGNATURE_HEADER_NAME = SIGNATURE_HEADER.toLowerCase();
 /** Parsed webhook urls (one per webhook, each used for every delivery); cleared when it grows past this. */
 const URL_CACHE_MAX = 10_000;
+/** A webhook's connections close after this long without a request. */
+const POOL_IDLE_MS = 60_000;
 /** Deliveries leased by one claim statement. */
 const CLAIM_MAX = 1000;
 
 export function startWebhookDispatcher(options: DispatcherOptions): Worker & { poke(): void } {
   const { pool, logger, metrics } = options;
   const concurrency = options.concurrency ?? 1024;
-  const perTarget = options.perTarget ?? 16;
+  const perTarget = options.perTarget ?? 32;
   const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   // Held past the request's timeout by a margin for recording it; then another replica may take it.
   const leaseS = Math.ceil(timeoutMs / 1000) + 5;
   const pollMs = options.pollMs ?? 250;
-  // Per-webhook limits are the dispatcher's (several webhooks may share one origin): the agents only cap the total.
-  const agents = {
-    "http:": new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency, lookup: options.guard.lookup }),
-    "https:": new https.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency, lookup: options.guard.lookup }),
-  };
+  const pipelining = options.pipelining ?? 1;
 
   let stopped = false;
   let inFlight = 0;
+  /**
+   * Leased and not yet recorded (in flight, or answered and waiting for the
+   * outcome write). Capped, so claims stop when the writes fall behind: an
+   * outcome waiting past its lease would let the delivery be sent again.
+   */
+  let unrecorded = 0;
+  /** A pump found no free slot: the next recorded outcome pumps again. */
+  let heldBack = false;
   const perWebhook = new Map<number, number>();
   let claiming: Promise<void> | undefined;
   let again = false;
@@ -123,52 +138,57 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
   const sends = new Set<Promise<void>>();
 
   /**
-   * One statement: the due chain heads (at most `perTarget` per webhook, none
-   * of a saturated one), locked without waiting for rows another replica
-   * holds, leased, and returned with their webhook and event.
+   * One statement: the due chain heads, locked as they are scanned without
+   * waiting for rows another replica holds, at most the webhook's free slots
+   * of each (none of a saturated one), leased (found again by their row
+   * address, no index lookups), and returned with their webhook and event.
+   *
+   * The scan reads as many rows as it may claim: in the due order, webhooks
+   * interleave (an event queues one delivery per webhook), so nearly every row
+   * scanned is claimed. When one webhook fills the front of the order, the
+   * claim comes back shorter than its scan and the next one runs at once,
+   * that webhook then saturated and skipped.
    */
   async function claim(limit: number): Promise<Claimed[]> {
-    const saturated = [...perWebhook].filter(([, n]) => n >= perTarget).map(([id]) => id);
+    const busy = [...perWebhook];
+    const saturated = busy.filter(([, n]) => n >= perTarget).map(([id]) => id);
     const { rows } = await pool.query<Claimed>({
-      text: `WITH candidates AS (
-         SELECT id FROM (
-           SELECT d.id, d.next_attempt_at, row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rank
-             FROM (SELECT d.id, d.webhook_id, d.next_attempt_at
-                     FROM reporting.webhook_deliveries d
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-                      AND (d.lease_until IS NULL OR d.lease_until < now())
-                      AND NOT (d.webhook_id = ANY ($1::int[]))
-                      AND NOT EXISTS (
-                        SELECT 1 FROM reporting.webhook_deliveries e
-                         WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.state = 'pending'
-                           AND (e.event_seq, e.id) < (d.event_seq, d.id))
-                    ORDER BY d.next_attempt_at, d.id
-                    LIMIT $3) d
-         ) c
-         WHERE rank <= $2
-         ORDER BY next_attempt_at, id
-         LIMIT $4
-       ), locked AS (
-         -- Rechecked on the locked row: another replica may have leased it meanwhile.
-         -- A lease still set when taken is one whose replica stopped before recording the outcome.
-         SELECT d.id, d.lease_until IS NOT NULL AS taken_over
+      text: `WITH scanned AS (
+         SELECT d.ctid AS tid, d.id, d.webhook_id, d.next_attempt_at,
+                -- A lease still set when taken is one whose replica stopped before recording the outcome.
+                d.lease_until IS NOT NULL AS taken_over
            FROM reporting.webhook_deliveries d
-          WHERE d.id = ANY (ARRAY(SELECT id FROM candidates)) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+          WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+            AND (d.lease_until IS NULL OR d.lease_until < now())
+            AND NOT (d.webhook_id = ANY ($1::int[]))
+            AND NOT EXISTS (
+              SELECT 1 FROM reporting.webhook_deliveries e
+               WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.state = 'pending'
+                 AND (e.event_seq, e.id) < (d.event_seq, d.id))
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT $3
           FOR UPDATE SKIP LOCKED
+       ), candidates AS (
+         SELECT c.tid, c.taken_over
+           FROM (SELECT s.*, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.next_attempt_at, s.id) AS rank FROM scanned s) c
+           LEFT JOIN unnest($5::int[], $6::int[]) AS b(webhook_id, n) ON b.webhook_id = c.webhook_id
+          WHERE c.rank <= $2 - coalesce(b.n, 0)
        ), claimed AS (
+         -- The rows are locked by this statement: their address cannot change under it.
          UPDATE reporting.webhook_deliveries d
-            SET lease_until = now() + make_interval(secs => $5), attempts = d.attempts + 1
-           FROM locked WHERE d.id = locked.id
-         RETURNING d.id, d.webhook_id, d.org_id, d.attempts, d.created_at, d.ordering_key, d.event_seq, locked.taken_over
+            SET lease_until = now() + make_interval(secs => $4), attempts = d.attempts + 1
+           FROM candidates c
+          WHERE d.ctid = ANY (ARRAY(SELECT tid FROM candidates)) AND d.ctid = c.tid
+         RETURNING d.id, d.webhook_id, d.org_id, d.attempts, d.created_at, d.ordering_key, d.event_seq, c.taken_over
        )
-       SELECT c.*, w.url, w.secret,
+       SELECT c.*, (SELECT count(*) FROM scanned)::int AS scanned, w.url, w.secret,
               CASE WHEN w.previous_secret_until > now() THEN w.previous_secret END AS previous_secret,
               e.id AS event_id, e.type, e.occurred_at, e.data::text AS data, e.recorded_at
          FROM claimed c
          LEFT JOIN reporting.webhooks w ON w.id = c.webhook_id AND w.deleted_at IS NULL
          LEFT JOIN reporting.partner_events e ON e.seq = c.event_seq
         ORDER BY c.id`,
-      values: [saturated, perTarget, limit * 4, limit, leaseS],
+      values: [saturated, perTarget, limit, leaseS, busy.map(([id]) => id), busy.map(([, n]) => n)],
     });
     return rows;
   }
@@ -179,16 +199,20 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
       again = true;
       return;
     }
-    const free = concurrency - inFlight;
-    if (free <= 0) return;
+    const free = Math.min(concurrency - inFlight, 2 * concurrency - unrecorded);
+    if (free <= 0) {
+      heldBack = true;
+      return;
+    }
     const claimStarted = performance.now();
     claiming = claim(Math.min(free, CLAIM_MAX))
       .then((rows) => {
         if (rows.length) logger.debug({ rows: rows.length, free, ms: Math.round(performance.now() - claimStarted) }, "webhook deliveries claimed");
         // An event goes to every webhook subscribed to it with the same body: rendered once per claim.
-        const bodies = new Map<string, string>();
+        const bodies = new Map<string, Buffer>();
         for (const row of rows) start(row, bodies);
-        if (rows.length >= Math.min(free, CLAIM_MAX)) again = true;
+        // Full, or short because some webhooks had no free slot for all they had due (see claim): look again.
+        if (rows.length && (rows.length >= Math.min(free, CLAIM_MAX) || rows[0]!.scanned > rows.length)) again = true;
       })
       .catch((err: unknown) => logger.warn({ err }, "claiming webhook deliveries failed; next round retries"))
       .finally(() => {
@@ -200,8 +224,9 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
       });
   }
 
-  function start(row: Claimed, bodies: Map<string, string>): void {
+  function start(row: Claimed, bodies: Map<string, Buffer>): void {
     inFlight++;
+    unrecorded++;
     perWebhook.set(row.webhook_id, (perWebhook.get(row.webhook_id) ?? 0) + 1);
     if (row.taken_over) metrics?.webhookTakeovers.inc();
     // The slot frees when the answer is in; the lease keeps the delivery (and its chain) until the outcome is written.
@@ -223,11 +248,18 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
         release();
         logger.error({ err, delivery: String(row.id) }, "webhook delivery crashed");
       })
-      .finally(() => sends.delete(send));
+      .finally(() => {
+        unrecorded--;
+        sends.delete(send);
+        if (heldBack) {
+          heldBack = false;
+          pump();
+        }
+      });
     sends.add(send);
   }
 
-  async function deliver(row: Claimed, bodies: Map<string, string>): Promise<Outcome> {
+  async function deliver(row: Claimed, bodies: Map<string, Buffer>): Promise<Outcome> {
     const base = {
       id: row.id,
       webhookId: row.webhook_id,
@@ -244,7 +276,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     }
     let body = bodies.get(row.event_seq);
     if (body === undefined) {
-      body = `${JSON.stringify({ id: row.event_id, type: row.type, occurred_at: row.occurred_at, org_id: row.org_id }).slice(0, -1)},"data":${row.data}}`;
+      body = Buffer.from(`${JSON.stringify({ id: row.event_id, type: row.type, occurred_at: row.occurred_at, org_id: row.org_id }).slice(0, -1)},"data":${row.data}}`);
       bodies.set(row.event_seq, body);
     }
     const started = Date.now();
@@ -253,9 +285,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     try {
       options.guard.checkLiteral(row.url);
       const secrets = row.previous_secret ? [row.secret, row.previous_secret] : [row.secret];
-      statusCode = await post(row.url, body, {
+      statusCode = await post(row.webhook_id, row.url, body, {
         "content-type": "application/json",
-        "content-length": String(Buffer.byteLength(body)),
         "user-agent": USER_AGENT,
         "whereabouts-event-id": row.event_id,
         "whereabouts-event-type": row.type ?? "",
@@ -276,6 +307,44 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     return { ...base, statusCode, durationMs, error, state: expired ? "failed" : "pending", nextAttemptAt: expired ? null : next };
   }
 
+  /**
+   * One undici pool per webhook, as many connections as it may have requests
+   * in flight: its requests never queue behind another webhook's (several may
+   * share an origin), and a hanging receiver holds only its own connections.
+   * undici costs far less per request than node:http (measured with the
+   * drain script), and never follows redirects.
+   */
+  const pools = new Map<number, { origin: string; client: HttpPool; usedAt: number }>();
+  function poolFor(webhookId: number, target: URL): HttpPool {
+    const origin = target.origin;
+    const held = pools.get(webhookId);
+    if (held && held.origin === origin) {
+      held.usedAt = Date.now();
+      return held.client;
+    }
+    // The webhook's url moved to another origin: the old pool finishes what it has, then closes.
+    if (held) void held.client.close().catch(() => undefined);
+    const client = new HttpPool(origin, {
+      connections: perTarget,
+      pipelining,
+      // Backstops only: the deadline below covers the whole exchange.
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      connect: { timeout: timeoutMs, ...(options.guard.lookup ? { lookup: options.guard.lookup } : {}) },
+    });
+    pools.set(webhookId, { origin, client, usedAt: Date.now() });
+    return client;
+  }
+  /** Pools of webhooks that sent nothing for a while (deleted, or quiet) are closed. */
+  function closeIdlePools(): void {
+    const before = Date.now() - POOL_IDLE_MS;
+    for (const [id, held] of pools) {
+      if (held.usedAt >= before || perWebhook.has(id)) continue;
+      pools.delete(id);
+      void held.client.close().catch(() => undefined);
+    }
+  }
+
   const urls = new Map<string, URL>();
   function parsed(url: string): URL {
     let target = urls.get(url);
@@ -287,26 +356,57 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     return target;
   }
 
-  function post(url: string, body: string, headers: Record<string, string>): Promise<number> {
+  /** The answer's status code; rejects on a network error or no complete answer within the timeout. */
+  function post(webhookId: number, url: string, body: Buffer, headers: Record<string, string>): Promise<number> {
     const target = parsed(url);
-    const agent = agents[target.protocol as keyof typeof agents];
-    const transport = target.protocol === "https:" ? https : http;
+    const client = poolFor(webhookId, target);
     return new Promise<number>((resolve, reject) => {
-      const req = transport.request(
-        target,
-        { method: "POST", agent, headers },
-        (res) => {
+      let settled = false;
+      let controller: Dispatcher.DispatchController | undefined;
+      let status = 0;
+      const settle = (err: Error | null): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        if (err) reject(err);
+        else resolve(status);
+      };
+      // One timer for the whole exchange, waiting for a connection included.
+      const deadline = setTimeout(() => {
+        const err = new Error(controller ? `no answer within ${timeoutMs} ms` : `no connection within ${timeoutMs} ms`);
+        settle(err);
+        controller?.abort(err);
+      }, timeoutMs);
+      client.dispatch(
+        {
+          origin: target.origin,
+          path: target.pathname + target.search,
+          method: "POST",
+          headers,
+          body,
+          // A delivery may be sent again (at least once), so it may share a connection's pipeline.
+          idempotent: true,
+          blocking: false,
+        },
+        {
+          onRequestStart(c) {
+            controller = c;
+            // Timed out while waiting for a connection: not sent at all.
+            if (settled) c.abort(new Error("timed out"));
+          },
+          onResponseStart(_c, statusCode) {
+            status = statusCode;
+          },
           // The answer's body is not read beyond draining it.
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-          res.on("error", reject);
+          onResponseData() {},
+          onResponseEnd() {
+            settle(null);
+          },
+          onResponseError(_c, err) {
+            settle(err);
+          },
         },
       );
-      // One timer for the whole exchange (an idle-socket timeout as well cost a second one per request).
-      const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      req.on("close", () => clearTimeout(deadline));
-      req.on("error", reject);
-      req.end(body);
     });
   }
 
@@ -392,6 +492,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
 
   const timer = setInterval(pump, pollMs);
   timer.unref();
+  const sweeper = setInterval(closeIdlePools, POOL_IDLE_MS);
+  sweeper.unref();
   pump();
 
   return {
@@ -399,11 +501,13 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearInterval(sweeper);
       await claiming;
       // In-flight requests finish (within the timeout) and their outcomes are written.
       await Promise.all([...sends]);
       await flush();
-      for (const agent of Object.values(agents)) agent.destroy();
+      await Promise.all([...pools.values()].map((held) => held.client.destroy()));
+      pools.clear();
     },
   };
 }
