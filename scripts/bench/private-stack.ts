@@ -151,7 +151,9 @@ export async function startPrivateStack(options: PrivateStackOptions): Promise<R
     // stderr the progress lines'.
     // BENCH_CPU_PROF=<dir>: each service writes a .cpuprofile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.join(process.env.BENCH_CPU_PROF, name)}`] : [];
-    const args = [`--title=whereabouts-${label}-${name}`, ...profile, "--enable-source-maps", entry];
+    // BENCH_NODE_OPTIONS="--trace-gc ...": extra node flags for every service (memory investigations).
+    const extra = process.env.BENCH_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [];
+    const args = [`--title=whereabouts-${label}-${name}`, ...profile, ...extra, "--enable-source-maps", entry];
     processes.set(name, spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] }));
   };
   const kill = async (name: StackProcess, signal: NodeJS.Signals = "SIGKILL") => {

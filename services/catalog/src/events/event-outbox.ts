@@ -6,7 +6,9 @@
  */
 
 import {
+  CATALOG_BATCH_ENTITY,
   CATALOG_BATCH_MAX_BYTES,
+  CATALOG_BATCH_VERB,
   catalogBatchSubject,
   catalogEventSubject,
   type CatalogEvent,
@@ -55,8 +57,17 @@ const encoder = new TextEncoder();
 const roundAll = (times: Record<string, number>) => Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)]));
 /** Outbox rows the relay publishes per transaction (pipelined). */
 const RELAY_BATCH = 1000;
-/** Stored payload bytes the relay reads per batch (a bulk job's batch rows are large; ordinary events about 1 kB). */
-const RELAY_BATCH_BYTES = 1024 * 1024;
+/**
+ * Payload bytes the relay reads per batch (a bulk job's batch rows are large; ordinary events about 1 kB).
+ * Counted as the text that is published, not as stored: pg_column_size is the compressed size, a
+ * fraction of a batch row's JSON, and counting by it let each relay batch hold several MiB.
+ */
+const RELAY_BATCH_BYTES = 2 * 1024 * 1024;
+/**
+ * A row's payload size for that budget without detoasting it: a batch row (its subject says so) as
+ * its bound, CATALOG_BATCH_MAX_BYTES of event JSON; any other row as stored (small, rarely compressed).
+ */
+const RELAY_ROW_BYTES = `CASE WHEN subject LIKE '%.${CATALOG_BATCH_ENTITY}.${CATALOG_BATCH_VERB}' THEN ${CATALOG_BATCH_MAX_BYTES} ELSE pg_column_size(payload) END`;
 /** Relay batches in flight at once (each holds a pooled connection until its acks are in). */
 const RELAY_WINDOW = 3;
 
@@ -271,11 +282,11 @@ export function createEventPublisher(deps: {
       // index as dead entries until vacuum, and scanning them again each batch grows quadratically.
       const rows = await query<{ id: string; event_id: string; subject: string; org_id: number; json: string }>(
         tx,
-        // At most RELAY_BATCH rows, and only as many as fit RELAY_BATCH_BYTES (stored size; at least
+        // At most RELAY_BATCH rows, and only as many as fit RELAY_BATCH_BYTES (published size; at least
         // one): a bulk job's batch rows hold hundreds of events each, and the batch is held in memory.
         `WITH candidates AS (
-           SELECT id, sum(pg_column_size(payload)) OVER (ORDER BY id) - pg_column_size(payload) AS before
-             FROM (SELECT id, payload FROM catalog.outbox_events
+           SELECT id, sum(bytes) OVER (ORDER BY id) - bytes AS before
+             FROM (SELECT id, ${RELAY_ROW_BYTES} AS bytes FROM catalog.outbox_events
                     WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
                     ORDER BY id LIMIT ${RELAY_BATCH}) c)
          UPDATE catalog.outbox_events o SET published_at = now()

@@ -4,6 +4,9 @@
  */
 import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
 
+/** Bytes of scan messages per batch: some 8,000 tag reads of the largest scans. */
+export const SCAN_CONSUMER_BATCH_BYTES = 512 * 1024;
+
 /**
  * SCANS, shared by every tracking replica. Unfiltered: the stream is `scans.>`
  * and its `scans.dlq.` branch is skipped by the handler (a single 2.9 filter
@@ -16,6 +19,10 @@ export const scanConsumerSpec = (o: { batchSize: number; ackWaitMs: number }): C
   ackWaitMs: o.ackWaitMs,
   maxDeliver: -1,
   batchSize: o.batchSize,
+  // A scan may carry up to a thousand tags (tens of kB): a batch of such scans is bounded by bytes,
+  // not only by count (500 of them were 100,000 reads in one transaction, over 150 MB of heap).
+  // Ordinary scans (a few hundred bytes) still fill the count first.
+  maxBatchBytes: SCAN_CONSUMER_BATCH_BYTES,
 });
 
 /** CATALOG, unfiltered so its ack floor follows the stream (catch-up waits on it). */
