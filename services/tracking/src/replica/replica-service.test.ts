@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { encodeJson, type CatalogEvent } from "@whereabouts/shared";
+import { testLocationView } from "@whereabouts/shared/testing";
 import { InvalidCatalogEvent, parseCatalogMessage, parseCatalogMessages, toReplicaChanges } from "./replica-service.ts";
 
 const T = "2026-01-01T00:00:00.000Z";
@@ -14,20 +15,7 @@ const location = (version: number, key: string): CatalogEvent => ({
   verb: "updated",
   occurred_at: T,
   data: {
-    id: 5,
-    external_key: key,
-    name: "n",
-    description: null,
-    is_active: true,
-    parent_id: null,
-    parent_external_key: null,
-    is_zone: false,
-    max_dwell_s: null,
-    valid_from: "2026-01-01T01:00:00+01:00",
-    valid_to: null,
-    created_at: T,
-    updated_at: T,
-    deleted_at: null,
+    ...testLocationView({ id: 5, external_key: key, name: "n", valid_from: "2026-01-01T01:00:00+01:00" }, T),
     tags: [{ ...tagView, id: 8, tag_type: "ble" }],
   },
 });
