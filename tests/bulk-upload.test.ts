@@ -41,6 +41,26 @@ function gate<T = void>() {
   return { promise, open };
 }
 
+/**
+ * Restarts catalog so that a job stops after writing its first chunk of rows
+ * (inside its transaction): `reached` opens with the rows read, and the job
+ * goes on once the test opens `release`.
+ */
+async function holdJobsAfterFirstChunk() {
+  const reached = gate<number>();
+  const release = gate();
+  await stack.stopService("catalog");
+  await stack.startService("catalog", {
+    bulkHooks: {
+      afterChunk: async (_job, rowsRead) => {
+        reached.open(rowsRead);
+        await release.promise;
+      },
+    },
+  });
+  return { reached, release };
+}
+
 const sql = async <T>(text: string, values: unknown[] = []) => (await pool.query(text, values)).rows as T[];
 
 /** The outbox's events one per row (`o` the outbox row, `e` the event): a bulk job's batch messages unpacked. */
@@ -276,18 +296,8 @@ describe("jobs", () => {
   });
 
   it("a catalog stopped while a job writes: its transaction rolls back, nothing shows, and the restarted catalog runs it once", async () => {
-    const reached = gate<number>();
-    const release = gate();
-    await stack.stopService("catalog");
     // The job stops after its first chunk of rows is written, inside its transaction, until the test lets it go.
-    await stack.startService("catalog", {
-      bulkHooks: {
-        afterChunk: async (_job, rowsRead) => {
-          reached.open(rowsRead);
-          await release.promise;
-        },
-      },
-    });
+    const { reached, release } = await holdJobsAfterFirstChunk();
     // More than one chunk: the job is held mid-file.
     const total = BULK_CHUNK_ROWS + 500;
     const rows = Array.from({ length: total }, (_, i) => `MID-${i},Mid job ${i},rfid:MID-T${i}`);
@@ -467,18 +477,8 @@ describe("admin CLI: assets import", () => {
   };
 
   it("imports a file as a job, printing JSON lines of progress and the finished job last", async () => {
-    const reached = gate<number>();
-    const release = gate();
-    await stack.stopService("catalog");
     // Held after its first chunk, so the CLI is seen reporting a running job before it ends.
-    await stack.startService("catalog", {
-      bulkHooks: {
-        afterChunk: async (_job, rowsRead) => {
-          reached.open(rowsRead);
-          await release.promise;
-        },
-      },
-    });
+    const { reached, release } = await holdJobsAfterFirstChunk();
     const rows = Array.from({ length: 1500 }, (_, i) => `CLI-${i},Cli ${i},rfid:CLI-T${i}`);
     const file = await csvFile("assets.csv", ["external_key,name,tags", ...rows].join("\n"));
     let sawWriting = false;

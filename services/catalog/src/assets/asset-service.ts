@@ -44,6 +44,7 @@ import {
   type AssetChanges,
   type AssetFilters,
   type AssetSortField,
+  type NewAsset,
 } from "./asset-store.ts";
 
 export const ASSET_LIVE_UNIQUE_INDEX = "assets_org_id_external_key_live_key";
@@ -192,9 +193,9 @@ export async function patchAssetRecord(tx: Tx, emit: Emit, orgId: number, id: nu
   return { view: updated.view, changed: true };
 }
 
-/** A new asset with its tags, in the caller's transaction: `created` (carrying the tags), then each `attached`. */
-export async function insertAssetRecord(tx: Tx, emit: Emit, orgId: number, request: AssetCreateRequest, externalKey: string): Promise<AssetView> {
-  const id = await insertAsset(tx, orgId, {
+/** The asset row a create request stores (the API's create and the bulk import alike). */
+export function newAssetRow(request: AssetCreateRequest, externalKey: string): NewAsset {
+  return {
     externalKey,
     name: request.name,
     description: request.description ?? null,
@@ -202,7 +203,12 @@ export async function insertAssetRecord(tx: Tx, emit: Emit, orgId: number, reque
     metadata: (request.metadata as Record<string, unknown> | undefined) ?? {},
     validFrom: storedInstant(request.valid_from),
     validTo: storedInstant(request.valid_to) ?? null,
-  }).catch((err: unknown) => {
+  };
+}
+
+/** A new asset with its tags, in the caller's transaction: `created` (carrying the tags), then each `attached`. */
+export async function insertAssetRecord(tx: Tx, emit: Emit, orgId: number, request: AssetCreateRequest, externalKey: string): Promise<AssetView> {
+  const id = await insertAsset(tx, orgId, newAssetRow(request, externalKey)).catch((err: unknown) => {
     if (uniqueViolation(err) === ASSET_LIVE_UNIQUE_INDEX && request.external_key !== undefined) {
       throw keyTaken(externalKey);
     }

@@ -32,7 +32,7 @@ import { z } from "zod";
 import { mintExternalKey } from "../db/key-sequence.ts";
 import { recordEventBatches, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
-import { insertAssetRecord, patchAssetRecord } from "../assets/asset-service.ts";
+import { insertAssetRecord, newAssetRow, patchAssetRecord } from "../assets/asset-service.ts";
 import { insertAssets, loadAssets } from "../assets/asset-store.ts";
 import { insertTags } from "../tags/tag-store.ts";
 import { attachTags } from "../tags/tag-service.ts";
@@ -346,15 +346,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
           const ids = await timed("assets", insertAssets(
             tx,
             job.org_id,
-            keyed.map(({ request, key }) => ({
-              externalKey: key,
-              name: request.name,
-              description: request.description ?? null,
-              isActive: request.is_active ?? true,
-              metadata: (request.metadata as Record<string, unknown> | undefined) ?? {},
-              validFrom: storedInstant(request.valid_from),
-              validTo: storedInstant(request.valid_to) ?? null,
-            })),
+            keyed.map(({ request, key }) => newAssetRow(request, key)),
           ));
           const tags = await timed("tags", insertTags(
             tx,
