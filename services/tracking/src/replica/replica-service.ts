@@ -86,6 +86,18 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
     const held = map.get(key);
     if (!held || row.version > held.version) map.set(key, row);
   };
+  // Locations, scan points and tags are effective over an interval: kept as microsecond text, checked like any timestamp.
+  const validity = (d: { valid_from: string; valid_to: string | null }, label = "") => ({
+    valid_from: instant(d.valid_from, `${label}valid_from`),
+    valid_to: instantOrNull(d.valid_to, `${label}valid_to`),
+  });
+  // Every replicated entity but settings is keyed by (org, id), soft-deleted and versioned alike.
+  const versioned = (event: CatalogEvent, deletedAt: string | null) => ({
+    org_id: event.org_id,
+    id: event.entity_id,
+    deleted_at: instantOrNull(deletedAt, "deleted_at"),
+    version: event.entity_version,
+  });
   const embed = (orgId: number, ownerType: "asset" | "location", ownerId: number, list: CatalogEvent["data"]) => {
     if (!("tags" in list)) return;
     for (const tag of list.tags) {
@@ -97,8 +109,7 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
         owner_type: ownerType,
         owner_id: ownerId,
         is_active: tag.is_active,
-        valid_from: instant(tag.valid_from, "tag.valid_from"),
-        valid_to: instantOrNull(tag.valid_to, "tag.valid_to"),
+        ...validity(tag, "tag."),
         deleted_at: null,
         version: 0,
       });
@@ -112,41 +123,24 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
     switch (event.entity) {
       case "location": {
         const d = event.data;
-        newer(locations, key, {
-          org_id: event.org_id,
-          id: event.entity_id,
-          external_key: d.external_key,
-          valid_from: instant(d.valid_from, "valid_from"),
-          valid_to: instantOrNull(d.valid_to, "valid_to"),
-          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
-          version: event.entity_version,
-        });
+        newer(locations, key, { external_key: d.external_key, ...validity(d), ...versioned(event, d.deleted_at) });
         embed(event.org_id, "location", event.entity_id, d);
         break;
       }
       case "asset": {
         const d = event.data;
-        newer(assets, key, {
-          org_id: event.org_id,
-          id: event.entity_id,
-          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
-          version: event.entity_version,
-        });
+        newer(assets, key, versioned(event, d.deleted_at));
         embed(event.org_id, "asset", event.entity_id, d);
         break;
       }
       case "scan_point": {
         const d = event.data;
         newer(scanPoints, key, {
-          org_id: event.org_id,
-          id: event.entity_id,
           source: d.source,
           antenna: d.antenna,
           location_id: d.location_id,
-          valid_from: instant(d.valid_from, "valid_from"),
-          valid_to: instantOrNull(d.valid_to, "valid_to"),
-          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
-          version: event.entity_version,
+          ...validity(d),
+          ...versioned(event, d.deleted_at),
         });
         break;
       }
@@ -163,17 +157,13 @@ export function toReplicaChanges(events: Array<{ event: CatalogEvent; streamSeq:
       case "tag": {
         const d = event.data;
         newer(tags, key, {
-          org_id: event.org_id,
-          id: event.entity_id,
           tag_type: d.tag_type,
           value: d.value,
           owner_type: d.owner_type,
           owner_id: d.owner_id,
           is_active: d.is_active,
-          valid_from: instant(d.valid_from, "valid_from"),
-          valid_to: instantOrNull(d.valid_to, "valid_to"),
-          deleted_at: instantOrNull(d.deleted_at, "deleted_at"),
-          version: event.entity_version,
+          ...validity(d),
+          ...versioned(event, d.deleted_at),
         });
         break;
       }
