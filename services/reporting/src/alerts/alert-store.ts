@@ -5,7 +5,7 @@
  * in (org_id, asset_id) order, so the consumers, the worker and the settings
  * and dwell-limit updates never deadlock and never interleave on one asset.
  */
-import { epochMicrosSql, newEventId, unnestColumns, wireFromMicros } from "@whereabouts/shared";
+import { epochMicrosSql, unnestColumns, wireFromMicros } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import { insertPartnerEvents } from "../events/partner-events.ts";
 import type { LocationRow, SettingsRow } from "../projection/projection-types.ts";
@@ -362,6 +362,7 @@ export async function recordAlerts(tx: SqlRunner, drafts: AlertDraft[]): Promise
   if (!drafts.length) return 0;
   return insertPartnerEvents(
     tx,
+    drafts.length,
     `SELECT e.id, e.org_id, e.type, e.at, e.at::timestamptz, 'asset:' || e.asset_id, e.source_id,
               CASE
                 WHEN e.type IN ('zone.entered', 'zone.exited') THEN json_build_object(
@@ -381,11 +382,7 @@ export async function recordAlerts(tx: SqlRunner, drafts: AlertDraft[]): Promise
          LEFT JOIN reporting.locations l ON l.org_id = e.org_id AND l.location_id = e.subject_id
         ORDER BY e.ord`,
     [
-      drafts.map(() => newEventId()),
-      drafts.map((d) => d.orgId),
-      drafts.map((d) => d.type),
-      drafts.map((d) => d.assetId),
-      drafts.map((d) => d.subjectId),
+      ...unnestColumns(drafts, "orgId", "type", "assetId", "subjectId"),
       drafts.map((d) => wireFromMicros(d.at)),
       drafts.map((d) => (d.since === null ? null : wireFromMicros(d.since))),
       drafts.map((d) => d.limitS),

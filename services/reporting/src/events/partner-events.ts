@@ -6,7 +6,7 @@
  * the feed and the webhooks hold exactly what the read model applied: a
  * redelivered batch adds nothing (unique source id per organization).
  */
-import { newEventId, PARTNER_EVENT_TYPES, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
+import { newEventId, PARTNER_EVENT_TYPES, unnestColumns, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionBatch } from "../projection/projection-service.ts";
 
@@ -86,13 +86,15 @@ export class PartnerEventBatch {
 }
 
 /**
- * Records partner events and queues their webhook deliveries in one statement.
- * `select` yields (id, org_id, type, occurred_at, occurred, ordering_key,
- * source_id, data) in feed order; an event already recorded (its source id)
- * adds nothing. The deliveries: one per matching, live webhook, in feed order.
- * Returns how many deliveries were queued.
+ * Records `count` partner events and queues their webhook deliveries in one
+ * statement. `select` yields (id, org_id, type, occurred_at, occurred,
+ * ordering_key, source_id, data) in feed order, reading $1 as the events' new
+ * ids (minted here, one per event) and `columns` as $2 onwards; an event
+ * already recorded (its source id) adds nothing. The deliveries: one per
+ * matching, live webhook, in feed order. Returns how many deliveries were queued.
  */
-export async function insertPartnerEvents(tx: SqlRunner, select: string, values: unknown[]): Promise<number> {
+export async function insertPartnerEvents(tx: SqlRunner, count: number, select: string, columns: unknown[][]): Promise<number> {
+  const ids = Array.from({ length: count }, () => newEventId());
   const rows = await tx.$queryRawUnsafe<unknown[]>(
     `WITH ins AS (
        INSERT INTO reporting.partner_events (id, org_id, type, occurred_at, occurred, ordering_key, source_id, data)
@@ -105,7 +107,8 @@ export async function insertPartnerEvents(tx: SqlRunner, select: string, values:
        FROM ins JOIN reporting.webhooks w ON w.org_id = ins.org_id AND w.deleted_at IS NULL AND ins.type = ANY (w.types)
       ORDER BY ins.seq, w.id
      RETURNING 1`,
-    ...values,
+    ids,
+    ...columns,
   );
   return rows.length;
 }
@@ -120,25 +123,19 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
     const r = batch.records;
     queued += await insertPartnerEvents(
       tx,
+      r.length,
       `SELECT u.id, u.org_id, u.type, u.occurred_at, u.occurred_at::timestamptz, u.ordering_key, u.source_id, u.data
            FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::json[])
                 WITH ORDINALITY AS u(id, org_id, type, occurred_at, ordering_key, source_id, data, ord)
           ORDER BY u.ord`,
-      [
-        r.map(() => newEventId()),
-        r.map((e) => e.orgId),
-        r.map((e) => e.type),
-        r.map((e) => e.occurredAt),
-        r.map((e) => e.orderingKey),
-        r.map((e) => e.sourceId),
-        r.map((e) => JSON.stringify(e.data)),
-      ],
+      [...unnestColumns(r, "orgId", "type", "occurredAt", "orderingKey", "sourceId"), r.map((e) => JSON.stringify(e.data))],
     );
   }
   if (batch.moves.length) {
     const m = batch.moves;
     queued += await insertPartnerEvents(
       tx,
+      m.length,
       `SELECT m.id, m.org_id, 'asset.moved', m.observed_at, m.observed_at::timestamptz, 'asset:' || m.asset_id, m.source_id,
                 json_build_object(
                   'asset_id', m.asset_id, 'asset_external_key', a.external_key,
@@ -151,15 +148,7 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
            LEFT JOIN reporting.locations lf ON lf.org_id = m.org_id AND lf.location_id = m.from_id
            LEFT JOIN reporting.locations lt ON lt.org_id = m.org_id AND lt.location_id = m.to_id
           ORDER BY m.ord`,
-      [
-        m.map(() => newEventId()),
-        m.map((e) => e.orgId),
-        m.map((e) => e.assetId),
-        m.map((e) => e.fromLocationId),
-        m.map((e) => e.toLocationId),
-        m.map((e) => e.observedAt),
-        m.map((e) => e.sourceId),
-      ],
+      unnestColumns(m, "orgId", "assetId", "fromLocationId", "toLocationId", "observedAt", "sourceId"),
     );
   }
   return queued;
