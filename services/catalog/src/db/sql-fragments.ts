@@ -18,7 +18,8 @@ export const nextUpdatedAt = (alias = "") => {
 /** created_at / default valid_from: the transaction's time to the millisecond. */
 export const NOW_MS = `date_trunc('milliseconds', now())`;
 
-export const tagViewJson = (t: string) => `json_build_object(
+/** The TagView keys in wire order; TagRecord extends TagView, so both shapes start with these. */
+const tagViewFields = (t: string) => `
   'id', ${t}.id,
   'tag_type', ${t}.tag_type,
   'value', ${t}.value,
@@ -26,18 +27,12 @@ export const tagViewJson = (t: string) => `json_build_object(
   'valid_from', ${wireTimestampSql(`${t}.valid_from`)},
   'valid_to', ${wireTimestampSql(`${t}.valid_to`)},
   'created_at', ${wireTimestampSql(`${t}.created_at`)},
-  'updated_at', ${wireTimestampSql(`${t}.updated_at`)})`;
+  'updated_at', ${wireTimestampSql(`${t}.updated_at`)}`;
+
+export const tagViewJson = (t: string) => `json_build_object(${tagViewFields(t)})`;
 
 /** A tag as events carry it (TagRecord): the view plus owner and soft-delete state. */
-export const tagRecordJson = (t: string) => `json_build_object(
-  'id', ${t}.id,
-  'tag_type', ${t}.tag_type,
-  'value', ${t}.value,
-  'is_active', ${t}.is_active,
-  'valid_from', ${wireTimestampSql(`${t}.valid_from`)},
-  'valid_to', ${wireTimestampSql(`${t}.valid_to`)},
-  'created_at', ${wireTimestampSql(`${t}.created_at`)},
-  'updated_at', ${wireTimestampSql(`${t}.updated_at`)},
+export const tagRecordJson = (t: string) => `json_build_object(${tagViewFields(t)},
   'owner_type', ${t}.owner_type,
   'owner_id', ${t}.owner_id,
   'deleted_at', ${wireTimestampSql(`${t}.deleted_at`)})`;
