@@ -34,6 +34,9 @@ export interface ApiKeyRow {
   createdAt: Date;
 }
 
+/** What a new API key is created with: the rest of its row is the database's (id, times of use and revocation). */
+export type NewApiKey = Pick<ApiKeyRow, "orgId" | "name" | "prefix" | "hash" | "scopes" | "rateLimit" | "expiresAt">;
+
 export interface UserRow {
   id: number;
   orgId: number;
@@ -147,15 +150,7 @@ export function createIdentityStore(client: IdentityClient) {
       (await sqlQueryOne<OrganizationRow>(db, `INSERT INTO identity.organizations (name) VALUES ($1) RETURNING ${ORGANIZATION}`, [name]))!,
     findOrganization: async (id: number): Promise<OrganizationRow | null> =>
       (await sqlQueryOne<OrganizationRow>(db, `SELECT ${ORGANIZATION} FROM identity.organizations WHERE id = $1`, [id])) ?? null,
-    createApiKey: async (data: {
-      orgId: number | null;
-      name: string | null;
-      prefix: string;
-      hash: string;
-      scopes: string[];
-      rateLimit: number | null;
-      expiresAt: Date | null;
-    }): Promise<ApiKeyRow> =>
+    createApiKey: async (data: NewApiKey): Promise<ApiKeyRow> =>
       (await sqlQueryOne<ApiKeyRow>(
         db,
         `INSERT INTO identity.api_keys (org_id, name, prefix, hash, scopes, rate_limit, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${API_KEY}`,
