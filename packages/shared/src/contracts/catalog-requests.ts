@@ -55,6 +55,12 @@ export const echoedTimestamp = (field: string) =>
     })
     .meta({ format: "date-time", description: `Read-only: accepted when it equals the current ${field}` });
 
+/** valid_from / valid_to as every catalog create and patch body takes them (valid_to null: no expiry). */
+export const validityFields = {
+  valid_from: validityTimestamp("valid_from").optional(),
+  valid_to: validityTimestamp("valid_to").nullable().optional(),
+};
+
 /* ----------------------------------------------------------------- text */
 
 const noNul = (field: string) => (value: string, ctx: Ctx) => {
@@ -197,8 +203,7 @@ export const TagRequest = z
     tag_type: tagTypeField(),
     value: tagValueField(),
     is_active: z.boolean().optional(),
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
   })
   .strict()
   .meta({ id: "TagRequest" });
@@ -209,6 +214,12 @@ const createTags = () =>
   z.array(TagRequest).max(TAGS_PER_CREATE_MAX, { error: `tags must hold at most ${TAGS_PER_CREATE_MAX} tag requests` });
 
 /* ---------------------------------------------------------------- assets */
+
+/** The optional details assets and locations share, on create and on patch alike. */
+const detailFields = {
+  description: descriptionField().nullable().optional(),
+  is_active: z.boolean().optional(),
+};
 
 const readOnlyEchoes = {
   id: z.number().optional().meta({ description: "Read-only: accepted when it equals the current id" }),
@@ -228,11 +239,9 @@ export const AssetCreateRequest = z
   .object({
     external_key: externalKey("external_key").optional().meta({ description: "Minted as ASSET-NNNN when absent" }),
     name: nameField(),
-    description: descriptionField().nullable().optional(),
-    is_active: z.boolean().optional(),
+    ...detailFields,
     metadata: metadataField().optional(),
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
     tags: createTags().optional(),
   })
   .strict()
@@ -242,11 +251,9 @@ export type AssetCreateRequest = z.infer<typeof AssetCreateRequest>;
 export const AssetPatchRequest = z
   .object({
     name: nameField().optional(),
-    description: descriptionField().nullable().optional(),
-    is_active: z.boolean().optional(),
+    ...detailFields,
     metadata: metadataField().optional(),
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
     ...readOnlyEchoes,
     location_id: z
       .number()
@@ -278,17 +285,20 @@ const zoneFields = {
     .meta({ description: "asset.dwell_exceeded when an asset stays at this location longer (seconds; null: no limit, the default)" }),
 };
 
+/** A location's parent, by id or by external key, on create and on patch alike. */
+const parentFields = {
+  parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
+  parent_external_key: externalKey("parent_external_key").nullable().optional(),
+};
+
 export const LocationCreateRequest = z
   .object({
     external_key: externalKey("external_key").optional().meta({ description: "Minted as LOC-NNNN when absent" }),
     name: nameField(),
-    description: descriptionField().nullable().optional(),
-    is_active: z.boolean().optional(),
-    parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
-    parent_external_key: externalKey("parent_external_key").nullable().optional(),
+    ...detailFields,
+    ...parentFields,
     ...zoneFields,
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
     tags: createTags().optional(),
   })
   .strict()
@@ -298,13 +308,10 @@ export type LocationCreateRequest = z.infer<typeof LocationCreateRequest>;
 export const LocationPatchRequest = z
   .object({
     name: nameField().optional(),
-    description: descriptionField().nullable().optional(),
-    is_active: z.boolean().optional(),
-    parent_id: z.number().int().min(1).max(2147483647).nullable().optional(),
-    parent_external_key: externalKey("parent_external_key").nullable().optional(),
+    ...detailFields,
+    ...parentFields,
     ...zoneFields,
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
     ...readOnlyEchoes,
   })
   .strict()

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { Id, MAX_ID, Timestamp } from "./common.ts";
-import { validityTimestamp, echoedTimestamp } from "./catalog-requests.ts";
+import { echoedTimestamp, validityFields } from "./catalog-requests.ts";
 import { externalKey } from "../rules/external-key.ts";
 
 /** `<source>` of `scans.<org_id>.<source>` (the same rule the scan subject follows). */
@@ -57,8 +57,7 @@ export const ScanPointCreateRequest = z
     source: scanPointSource(),
     antenna: antennaField().nullable().optional(),
     ...locationRef,
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
   })
   .strict()
   .meta({ id: "ScanPointCreateRequest" });
@@ -69,8 +68,7 @@ export const ScanPointPatchRequest = z
     source: scanPointSource().optional(),
     antenna: antennaField().nullable().optional(),
     ...locationRef,
-    valid_from: validityTimestamp("valid_from").optional(),
-    valid_to: validityTimestamp("valid_to").nullable().optional(),
+    ...validityFields,
     id: z.number().optional().meta({ description: "Read-only: accepted when it equals the current id" }),
     created_at: echoedTimestamp("created_at").optional(),
     updated_at: echoedTimestamp("updated_at").optional(),
