@@ -26,7 +26,7 @@
  */
 import pg from "pg";
 import { createPool } from "./db.ts";
-import { checkout, rollbackFailed, statementName } from "./sql.ts";
+import { checkout, statementName, transactionOn } from "./sql.ts";
 
 /** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */
 export interface SqlRunner {
@@ -184,25 +184,21 @@ export function createSqlClient(connection: string | pg.Pool, options: SqlClient
           }
         }) as Queryable["query"],
       };
-      let broken: Error | undefined;
+      // SET LOCAL: the server's backstop for a process that stalls between statements.
+      const begin = `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`;
       try {
-        // The server's backstop for a process that stalls between statements.
-        await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`);
-        let result: T;
-        try {
-          result = await work(runnerOn(counting, prepare));
-        } catch (err) {
-          throw expired ? expiredError() : err;
-        }
-        if (expired) throw expiredError();
-        await client.query("COMMIT");
-        return result;
-      } catch (err) {
-        broken = await rollbackFailed(client);
-        throw err;
+        return await transactionOn(client, begin, async () => {
+          let result: T;
+          try {
+            result = await work(runnerOn(counting, prepare));
+          } catch (err) {
+            throw expired ? expiredError() : err;
+          }
+          if (expired) throw expiredError();
+          return result;
+        });
       } finally {
         clearTimeout(timer);
-        client.release(broken);
       }
     },
     $disconnect: () => pool.end(),

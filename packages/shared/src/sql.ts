@@ -83,10 +83,19 @@ export async function rollbackFailed(client: { query(sql: string): Promise<unkno
  */
 export async function sqlTransaction<T>(pool: pg.Pool, work: (tx: SqlTx) => Promise<T>): Promise<T> {
   const client = await checkout(pool);
+  return transactionOn(client, "BEGIN", () => work(client));
+}
+
+/**
+ * `begin`, `work`, COMMIT on a checked-out client, which it then releases:
+ * both transaction runners end a transaction this way, so a client whose
+ * ROLLBACK failed is never handed back to the pool.
+ */
+export async function transactionOn<T>(client: pg.PoolClient, begin: string, work: () => Promise<T>): Promise<T> {
   let broken: Error | undefined;
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
+    await client.query(begin);
+    const result = await work();
     await client.query("COMMIT");
     return result;
   } catch (err) {
