@@ -6,11 +6,16 @@
  * sources registered with the `watch*` methods. A source that cannot be read
  * within the scrape budget reports NaN (unknown), never a stale number.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type HistogramConfiguration } from "prom-client";
 
 /** Seconds; RPC_TIMEOUT_MS is 5 s by default. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BATCH_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+// A count and the duration of the same work carry the same labels, so the two can be joined.
+const RPC_LABELS = ["subject", "status"] as const;
+const HTTP_LABELS = ["method", "route", "status"] as const;
+/** A JetStream consumer: its stream and durable name. */
+const CONSUMER_LABELS = ["stream", "durable"] as const;
 /** Longest a scrape waits for one sampled source. */
 const SAMPLE_TIMEOUT_MS = 2000;
 
@@ -100,7 +105,7 @@ export function createMetrics(options: { service: string; processMetrics?: boole
   new Gauge({
     name: "whereabouts_consumer_lag_messages",
     help: "JetStream consumer lag: num_pending + num_ack_pending of the durable, sampled at scrape (NaN: unknown)",
-    labelNames: ["stream", "durable"] as const,
+    labelNames: CONSUMER_LABELS,
     registers,
     async collect() {
       this.reset();
@@ -170,99 +175,88 @@ export function createMetrics(options: { service: string; processMetrics?: boole
     },
   });
 
+  // Counters and histograms go into this registry only, never prom-client's global one (a registry per process or test).
+  const counter = <L extends string>(config: Omit<CounterConfiguration<L>, "registers">) => new Counter<L>({ ...config, registers });
+  const histogram = <L extends string>(config: Omit<HistogramConfiguration<L>, "registers">) => new Histogram<L>({ ...config, registers });
+
   return {
     registry,
     service: options.service,
-    rpcRequests: new Counter({
+    rpcRequests: counter({
       name: "whereabouts_rpc_requests_total",
       help: "RPC requests answered, per subject (<service>.<operation>) and reply status",
-      labelNames: ["subject", "status"] as const,
-      registers,
+      labelNames: RPC_LABELS,
     }),
-    rpcDuration: new Histogram({
+    rpcDuration: histogram({
       name: "whereabouts_rpc_request_duration_seconds",
       help: "Time from receiving an RPC request to sending its reply",
-      labelNames: ["subject", "status"] as const,
+      labelNames: RPC_LABELS,
       buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    httpRequests: new Counter({
+    httpRequests: counter({
       name: "whereabouts_http_requests_total",
       help: "HTTP requests answered by the gateway, per method, route pattern and status",
-      labelNames: ["method", "route", "status"] as const,
-      registers,
+      labelNames: HTTP_LABELS,
     }),
-    httpDuration: new Histogram({
+    httpDuration: histogram({
       name: "whereabouts_http_request_duration_seconds",
       help: "HTTP request latency at the gateway, per method, route pattern and status",
-      labelNames: ["method", "route", "status"] as const,
+      labelNames: HTTP_LABELS,
       buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    rateLimited: new Counter({
+    rateLimited: counter({
       name: "whereabouts_rate_limited_total",
       help: "Requests refused with 429 rate_limited, per API key id",
       labelNames: ["key_id"] as const,
-      registers,
     }),
-    consumerProcessed: new Counter({
+    consumerProcessed: counter({
       name: "whereabouts_consumer_messages_processed_total",
       help: "JetStream messages handled by a batch that succeeded (acked, or terminated as poison)",
-      labelNames: ["stream", "durable"] as const,
-      registers,
+      labelNames: CONSUMER_LABELS,
     }),
-    consumerFailed: new Counter({
+    consumerFailed: counter({
       name: "whereabouts_consumer_messages_failed_total",
       help: "JetStream messages of batches that failed and were nak'ed for redelivery",
-      labelNames: ["stream", "durable"] as const,
-      registers,
+      labelNames: CONSUMER_LABELS,
     }),
-    consumerDeadLettered: new Counter({
+    consumerDeadLettered: counter({
       name: "whereabouts_consumer_messages_dead_lettered_total",
       help: "JetStream messages a consumer refused, put on DEAD_LETTERS with the reason and terminated",
-      labelNames: ["stream", "durable", "reason"] as const,
-      registers,
+      labelNames: [...CONSUMER_LABELS, "reason"] as const,
     }),
-    consumerBatchDuration: new Histogram({
+    consumerBatchDuration: histogram({
       name: "whereabouts_consumer_batch_duration_seconds",
       help: "Time to handle one batch of a JetStream consumer, per outcome (ok, failed)",
-      labelNames: ["stream", "durable", "outcome"] as const,
+      labelNames: [...CONSUMER_LABELS, "outcome"] as const,
       buckets: BATCH_BUCKETS,
-      registers,
     }),
-    deadLettered: new Counter({
+    deadLettered: counter({
       name: "whereabouts_dead_lettered_total",
       help: "Messages moved to a dead-letter stream, per reason",
       labelNames: ["reason"] as const,
-      registers,
     }),
-    webhookAttempts: new Counter({
+    webhookAttempts: counter({
       name: "whereabouts_webhook_attempts_total",
       help: "Webhook delivery attempts, per outcome: delivered (2xx), retry (scheduled again), failed (retries exhausted)",
       labelNames: ["outcome"] as const,
-      registers,
     }),
-    webhookTakeovers: new Counter({
+    webhookTakeovers: counter({
       name: "whereabouts_webhook_takeovers_total",
       help: "Webhook deliveries taken over after the replica sending them stopped; the receiver may see them twice",
-      registers,
     }),
-    webhookLag: new Histogram({
+    webhookLag: histogram({
       name: "whereabouts_webhook_delivery_lag_seconds",
       help: "From an event's recording to its delivery (2xx)",
       buckets: LATENCY_BUCKETS,
-      registers,
     }),
-    historyRowsRemoved: new Counter({
+    historyRowsRemoved: counter({
       name: "whereabouts_history_rows_removed_total",
       help: "History rows removed by organizations' history_retention_days",
-      registers,
     }),
-    alertsFired: new Counter({
+    alertsFired: counter({
       name: "whereabouts_alerts_fired_total",
       help: "Zone and asset alerts recorded as partner events, per type",
       labelNames: ["type"] as const,
-      registers,
     }),
     watchConsumerLag: (stream, durable, info) => watch(lagSources, `${stream}/${durable}`, { stream, durable, info }),
     watchPool: (pool, stats) => watch(poolSources, pool, stats),
