@@ -4,7 +4,7 @@ import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
 import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
-import { listPage, orderBy } from "../requests/list-query.ts";
+import { listPage, orderBy, renderByIds } from "../requests/list-query.ts";
 
 /** An asset row `a` with its position and location `l` joined at read time (any state: the pair invariant). */
 const JOIN_LOCATION = `LEFT JOIN catalog.asset_positions ap ON ap.asset_id = a.id
@@ -217,22 +217,21 @@ export async function listAssets(
   sort: SortKey<AssetSortField>[],
   page: Page,
   counts?: { cache: CountCache; catalogSeq: number | undefined },
-): Promise<{ data: string[]; total: number }> {
+): Promise<{ data: string; total: number }> {
   const countKey = wholeOrgCountKey(orgId, filters);
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "a.id");
   return listPage(db, p, {
+    orgId,
     table: "catalog.assets",
     alias: "a",
     conditions,
     order,
     page,
+    searched: filters.q !== undefined,
     ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
-    render: (paged) => `SELECT ${VIEW}::text AS view
-         FROM ${paged}
-         ${JOIN_LOCATION}
-        ORDER BY ${order}`,
+    renderIds: renderByIds("catalog.assets", "a", VIEW, JOIN_LOCATION),
   });
 }
 

@@ -8,7 +8,7 @@ import { Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
 import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
 import type { CountCache } from "../requests/count-cache.ts";
-import { listPage, orderBy } from "../requests/list-query.ts";
+import { listPage, orderBy, renderByIds } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
 const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
@@ -288,21 +288,20 @@ export async function listLocations(
   sort: SortKey<LocationSortField>[],
   page: Page,
   counts?: { cache: CountCache; catalogSeq: number | undefined },
-): Promise<{ data: string[]; total: number }> {
+): Promise<{ data: string; total: number }> {
   const countKey = wholeOrgCountKey(orgId, filters);
   const p = new Params();
   const conditions = where(p, orgId, filters);
   const order = orderBy(sort, SORT_COLUMNS, "l.id");
   return listPage(db, p, {
+    orgId,
     table: "catalog.locations",
     alias: "l",
     conditions,
     order,
     page,
+    searched: filters.q !== undefined,
     ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
-    render: (paged) => `SELECT ${VIEW}::text AS view
-         FROM ${paged}
-         ${JOIN_PARENT}
-        ORDER BY ${order}`,
+    renderIds: renderByIds("catalog.locations", "l", VIEW, JOIN_PARENT),
   });
 }

@@ -7,7 +7,7 @@ import type { ScanPointView, SortKey } from "@whereabouts/shared";
 import { Params, queryOne, type Db } from "../db/catalog-db.ts";
 import { softDeleteRecord, updateRecord } from "../db/record-writes.ts";
 import { NOW_MS, rowById } from "../db/sql-fragments.ts";
-import { listPage, orderBy } from "../requests/list-query.ts";
+import { listPage, orderBy, renderByIds } from "../requests/list-query.ts";
 
 export const SCAN_POINT_LIVE_UNIQUE_INDEX = "scan_points_org_id_source_antenna_live_key";
 
@@ -127,7 +127,7 @@ export async function listScanPoints(
   f: ScanPointFilters,
   sort: SortKey<ScanPointSortField>[],
   page: Page,
-): Promise<{ data: string[]; total: number }> {
+): Promise<{ data: string; total: number }> {
   const p = new Params();
   const org = p.add(orgId);
   const conditions = [`s.org_id = ${org}`, effectiveSql("s")];
@@ -141,11 +141,13 @@ export async function listScanPoints(
   }
   const order = orderBy(sort, SORT_COLUMNS, "s.id");
   return listPage(db, p, {
+    orgId,
     table: "catalog.scan_points",
     alias: "s",
     conditions,
     order,
     page,
-    render: (paged) => `SELECT ${VIEW}::text AS view FROM ${paged} ${JOIN_LOCATION} ORDER BY ${order}`,
+    searched: false,
+    renderIds: renderByIds("catalog.scan_points", "s", VIEW, JOIN_LOCATION),
   });
 }
