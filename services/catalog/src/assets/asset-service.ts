@@ -17,6 +17,7 @@ import {
   type Page,
 } from "@whereabouts/shared";
 import { uniqueViolation } from "../db/catalog-db.ts";
+import { listRecords } from "../requests/list-query.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
 import type { Emit, EventInput, EventPublisher } from "../events/event-outbox.ts";
 import type { Tx } from "../db/catalog-db.ts";
@@ -35,7 +36,7 @@ import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
 import {
   findAsset,
   insertAsset,
-  listAssets,
+  ASSET_LIST,
   loadAsset,
   lockAsset,
   renameAsset,
@@ -109,7 +110,7 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     page: Page,
     catalogSeq: number | undefined,
   ): Promise<JsonText> {
-    const { data, total } = await listAssets(db, orgId, filters, sort, page, { cache: counts, catalogSeq });
+    const { data, total } = await listRecords(db, ASSET_LIST, orgId, filters, sort, page, { cache: counts, catalogSeq });
     return listEnvelopeJson(data, page, total);
   }
 

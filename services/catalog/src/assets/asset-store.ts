@@ -1,16 +1,14 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
-import { type AssetPositionEvent, type AssetView, containsPattern, effectiveSql, microsTimestampSql, newerSql, type Page, type SortKey, unnestColumns, wireTimestampSql } from "@whereabouts/shared";
+import { type AssetPositionEvent, type AssetView, containsPattern, newerSql, type SortKey, unnestColumns, wireTimestampSql } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
+import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
-import type { CountCache } from "../requests/count-cache.ts";
-import { listPage, orderBy, renderByIds } from "../requests/list-query.ts";
+import { embeddedTags, nameOrder, NOW_MS, searchMatch } from "../db/sql-fragments.ts";
+import { orderBy, recordConditions, type RecordList } from "../requests/list-query.ts";
 
 /** An asset row `a` with its position and location `l` joined at read time (any state: the pair invariant). */
 const JOIN_LOCATION = `LEFT JOIN catalog.asset_positions ap ON ap.asset_id = a.id
   LEFT JOIN catalog.locations l ON l.id = ap.location_id AND l.org_id = a.org_id`;
-/** One asset row `a` by id (see rowById), with its location. */
-const byId = (idParam: string, lock?: "UPDATE" | "SHARE") => `${rowById("catalog.assets", idParam, lock)} a ${JOIN_LOCATION}`;
 
 const VIEW = `json_build_object(
   'id', a.id,
@@ -28,43 +26,12 @@ const VIEW = `json_build_object(
   'deleted_at', ${wireTimestampSql("a.deleted_at")},
   'tags', ${embeddedTags("asset", "a")})`;
 
-export interface AssetState {
-  view: AssetView;
-  version: number;
-  /** Validity bounds as stored, to the microsecond. */
-  valid_from_us: string;
-  valid_to_us: string | null;
-}
+export type AssetState = RecordState<AssetView>;
 
-/** A live asset by id (no effectiveness predicate: visibility rule 3), as JSON text. */
-export async function findAsset(db: Db, orgId: number, id: number): Promise<string | undefined> {
-  const row = await queryOne<{ view: string }>(
-    db,
-    `SELECT ${VIEW}::text AS view FROM ${byId("$2")} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
-    [orgId, id],
-  );
-  return row?.view;
-}
-
-/** Locks a live asset for a change and returns its current state. */
-export async function lockAsset(db: Db, orgId: number, id: number, mode: "UPDATE" | "SHARE" = "UPDATE") {
-  return queryOne<AssetState>(
-    db,
-    `SELECT ${VIEW} AS view, a.version, ${microsTimestampSql("a.valid_from")} AS valid_from_us, ${microsTimestampSql("a.valid_to")} AS valid_to_us
-       FROM ${byId("$2", mode)} WHERE a.org_id = $1 AND a.deleted_at IS NULL`,
-    [orgId, id],
-  );
-}
-
-/** Any asset by id, deleted or not, with its version (for events). */
-export async function loadAsset(db: Db, orgId: number, id: number) {
-  const row = await queryOne<{ view: AssetView; version: number }>(
-    db,
-    `SELECT ${VIEW} AS view, a.version FROM ${byId("$2")} WHERE a.org_id = $1`,
-    [orgId, id],
-  );
-  return row!;
-}
+const reads = recordReads<AssetView>("catalog.assets", "a", VIEW, JOIN_LOCATION);
+export const findAsset = reads.find;
+export const lockAsset = reads.lock;
+export const loadAsset = reads.load;
 
 export interface NewAsset {
   externalKey: string;
@@ -179,10 +146,7 @@ export interface AssetFilters {
 }
 
 function where(p: Params, orgId: number, f: AssetFilters): string[] {
-  const org = p.add(orgId);
-  const conds = [`a.org_id = ${org}`, effectiveSql("a")];
-  if (!f.includeDeleted) conds.push("a.deleted_at IS NULL");
-  if (f.externalKeys.length) conds.push(`a.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
+  const { org, conds } = recordConditions(p, "a", orgId, f);
   if (f.locationIds.length) {
     conds.push(`a.id IN (SELECT ap.asset_id FROM catalog.asset_positions ap
       WHERE ap.org_id = ${org} AND ap.location_id = ANY(${p.add(f.locationIds)}::int[]))`);
@@ -210,30 +174,16 @@ const SORT_COLUMNS: Record<AssetSortField, string | string[]> = {
   updated_at: "a.updated_at",
 };
 
-export async function listAssets(
-  db: Db,
-  orgId: number,
-  filters: AssetFilters,
-  sort: SortKey<AssetSortField>[],
-  page: Page,
-  counts?: { cache: CountCache; catalogSeq: number | undefined },
-): Promise<{ data: string; total: number }> {
-  const countKey = wholeOrgCountKey(orgId, filters);
-  const p = new Params();
-  const conditions = where(p, orgId, filters);
-  const order = orderBy(sort, SORT_COLUMNS, "a.id");
-  return listPage(db, p, {
-    orgId,
-    table: "catalog.assets",
-    alias: "a",
-    conditions,
-    order,
-    page,
-    searched: filters.q !== undefined,
-    ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
-    renderIds: renderByIds("catalog.assets", "a", VIEW, JOIN_LOCATION),
-  });
-}
+/** GET /api/v1/assets as a record list (see listRecords). */
+export const ASSET_LIST: RecordList<AssetFilters, AssetSortField> = {
+  table: "catalog.assets",
+  alias: "a",
+  view: VIEW,
+  joins: JOIN_LOCATION,
+  sortColumns: SORT_COLUMNS,
+  where,
+  countKey: wholeOrgCountKey,
+};
 
 /** The SQL type of each sort column's values, to read a keyset cursor back. */
 const SORT_TYPES: Record<AssetSortField, string> = {

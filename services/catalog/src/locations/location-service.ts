@@ -20,6 +20,7 @@ import {
   type Page,
 } from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
+import { listRecords } from "../requests/list-query.ts";
 import { mintExternalKey } from "../db/key-sequence.ts";
 import type { EventInput, EventPublisher } from "../events/event-outbox.ts";
 import { hasPlacedAssets } from "../assets/asset-store.ts";
@@ -33,7 +34,7 @@ import {
   hasLiveChildren,
   insertLocation,
   isSelfOrDescendant,
-  listLocations,
+  LOCATION_LIST,
   loadLocation,
   lockLocation,
   lockTree,
@@ -171,7 +172,7 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
     page: Page,
     catalogSeq: number | undefined,
   ): Promise<JsonText> {
-    const { data, total } = await listLocations(db, orgId, filters, sort, page, { cache: counts, catalogSeq });
+    const { data, total } = await listRecords(db, LOCATION_LIST, orgId, filters, sort, page, { cache: counts, catalogSeq });
     return listEnvelopeJson(data, page, total);
   }
 

@@ -2,18 +2,16 @@
  * Location queries: views (parent joined at read time), lists, writes, and the
  * tree walks — each one recursive CTE, paged in SQL, live rows only.
  */
-import { containsPattern, effectiveSql, microsTimestampSql, type Page, sqlOffset, wireTimestampSql } from "@whereabouts/shared";
-import type { LocationView, SortKey } from "@whereabouts/shared";
-import { Params, query, queryOne, type Db } from "../db/catalog-db.ts";
+import { containsPattern, type Page, sqlOffset, wireTimestampSql } from "@whereabouts/shared";
+import type { LocationView } from "@whereabouts/shared";
+import { recordReads, type RecordState } from "../db/record-reads.ts";
+import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, nameOrder, NOW_MS, rowById, searchMatch } from "../db/sql-fragments.ts";
-import type { CountCache } from "../requests/count-cache.ts";
-import { listPage, orderBy, renderByIds } from "../requests/list-query.ts";
+import { embeddedTags, nameOrder, NOW_MS, searchMatch } from "../db/sql-fragments.ts";
+import { recordConditions, type RecordList } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
 const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
-/** One location row `l` by id (see rowById), with its parent. */
-const byId = (idParam: string, lock?: "UPDATE") => `${rowById("catalog.locations", idParam, lock)} l ${JOIN_PARENT}`;
 
 const VIEW = `json_build_object(
   'id', l.id,
@@ -35,40 +33,12 @@ const VIEW = `json_build_object(
 /** Bounds every walk, so even corrupt data could not loop forever. */
 const MAX_DEPTH = 100_000;
 
-export interface LocationState {
-  view: LocationView;
-  version: number;
-  valid_from_us: string;
-  valid_to_us: string | null;
-}
+export type LocationState = RecordState<LocationView>;
 
-/** A live location by id, as JSON text. */
-export async function findLocation(db: Db, orgId: number, id: number): Promise<string | undefined> {
-  const row = await queryOne<{ view: string }>(
-    db,
-    `SELECT ${VIEW}::text AS view FROM ${byId("$2")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
-    [orgId, id],
-  );
-  return row?.view;
-}
-
-export async function lockLocation(db: Db, orgId: number, id: number) {
-  return queryOne<LocationState>(
-    db,
-    `SELECT ${VIEW} AS view, l.version, ${microsTimestampSql("l.valid_from")} AS valid_from_us, ${microsTimestampSql("l.valid_to")} AS valid_to_us
-       FROM ${byId("$2", "UPDATE")} WHERE l.org_id = $1 AND l.deleted_at IS NULL`,
-    [orgId, id],
-  );
-}
-
-export async function loadLocation(db: Db, orgId: number, id: number) {
-  const row = await queryOne<{ view: LocationView; version: number }>(
-    db,
-    `SELECT ${VIEW} AS view, l.version FROM ${byId("$2")} WHERE l.org_id = $1`,
-    [orgId, id],
-  );
-  return row!;
-}
+const reads = recordReads<LocationView>("catalog.locations", "l", VIEW, JOIN_PARENT);
+export const findLocation = reads.find;
+export const lockLocation = reads.lock;
+export const loadLocation = reads.load;
 
 /** A live location by id or key, share-locked so it cannot be deleted meanwhile. */
 export async function resolveParent(db: Db, orgId: number, ref: { id: number } | { key: string }): Promise<number | undefined> {
@@ -254,10 +224,7 @@ export interface LocationFilters {
 }
 
 function where(p: Params, orgId: number, f: LocationFilters): string[] {
-  const org = p.add(orgId);
-  const conds = [`l.org_id = ${org}`, effectiveSql("l")];
-  if (!f.includeDeleted) conds.push("l.deleted_at IS NULL");
-  if (f.externalKeys.length) conds.push(`l.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
+  const { org, conds } = recordConditions(p, "l", orgId, f);
   if (f.parentIds.length) conds.push(`l.parent_id = ANY(${p.add(f.parentIds)}::int[])`);
   if (f.parentKeys.length) {
     conds.push(`l.parent_id IN (SELECT k.id FROM catalog.locations k
@@ -281,27 +248,13 @@ const SORT_COLUMNS: Record<LocationSortField, string | string[]> = {
   created_at: "l.created_at",
 };
 
-export async function listLocations(
-  db: Db,
-  orgId: number,
-  filters: LocationFilters,
-  sort: SortKey<LocationSortField>[],
-  page: Page,
-  counts?: { cache: CountCache; catalogSeq: number | undefined },
-): Promise<{ data: string; total: number }> {
-  const countKey = wholeOrgCountKey(orgId, filters);
-  const p = new Params();
-  const conditions = where(p, orgId, filters);
-  const order = orderBy(sort, SORT_COLUMNS, "l.id");
-  return listPage(db, p, {
-    orgId,
-    table: "catalog.locations",
-    alias: "l",
-    conditions,
-    order,
-    page,
-    searched: filters.q !== undefined,
-    ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
-    renderIds: renderByIds("catalog.locations", "l", VIEW, JOIN_PARENT),
-  });
-}
+/** GET /api/v1/locations as a record list (see listRecords). */
+export const LOCATION_LIST: RecordList<LocationFilters, LocationSortField> = {
+  table: "catalog.locations",
+  alias: "l",
+  view: VIEW,
+  joins: JOIN_PARENT,
+  sortColumns: SORT_COLUMNS,
+  where,
+  countKey: wholeOrgCountKey,
+};

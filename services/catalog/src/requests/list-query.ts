@@ -3,7 +3,7 @@
  * one list page with its total_count.
  */
 import { effectiveSql, sqlOffset, validityNotEndedSql, validityStartedSql, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
-import { queryOne, type Db, type Params } from "../db/catalog-db.ts";
+import { Params, queryOne, type Db } from "../db/catalog-db.ts";
 import type { CountCache, CountResult } from "./count-cache.ts";
 
 /** q: the shared rule (DECISIONS.md: at most 255 characters, no NUL). */
@@ -16,6 +16,64 @@ export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F,
 }
 
 export type { FieldError };
+
+/**
+ * The conditions every record list starts with: its organization, currently
+ * effective, live unless deleted ones are asked for, and the external_key
+ * filter. Returns them with the organization's parameter.
+ */
+export function recordConditions(
+  p: Params,
+  alias: string,
+  orgId: number,
+  f: { includeDeleted: boolean; externalKeys?: string[] },
+): { org: string; conds: string[] } {
+  const org = p.add(orgId);
+  const conds = [`${alias}.org_id = ${org}`, effectiveSql(alias)];
+  if (!f.includeDeleted) conds.push(`${alias}.deleted_at IS NULL`);
+  if (f.externalKeys?.length) conds.push(`${alias}.external_key = ANY(${p.add(f.externalKeys)}::text[])`);
+  return { org, conds };
+}
+
+/** What a list of one kind of record is made of (assets, locations, scan points). */
+export interface RecordList<F, S extends string> {
+  table: string;
+  alias: string;
+  /** The record's JSON view of row `alias`, and the joins it reads. */
+  view: string;
+  joins: string;
+  sortColumns: Record<S, string | string[]>;
+  /** The filters as ANDed conditions, the organization's and the currently-effective predicate among them. */
+  where: (p: Params, orgId: number, filters: F) => string[];
+  /** The count-cache key of a whole-organization list; undefined when the filters narrow it (or never cached). */
+  countKey?: (orgId: number, filters: F) => string | undefined;
+}
+
+/** One page of a record list and its total_count (see listPage). */
+export function listRecords<F extends object, S extends string>(
+  db: Db,
+  list: RecordList<F, S>,
+  orgId: number,
+  filters: F,
+  sort: SortKey<S>[],
+  page: Page,
+  counts?: { cache: CountCache; catalogSeq: number | undefined },
+): Promise<{ data: string; total: number }> {
+  const p = new Params();
+  const conditions = list.where(p, orgId, filters);
+  const countKey = list.countKey?.(orgId, filters);
+  return listPage(db, p, {
+    orgId,
+    table: list.table,
+    alias: list.alias,
+    conditions,
+    order: orderBy(sort, list.sortColumns, `${list.alias}.id`),
+    page,
+    searched: "q" in filters && filters.q !== undefined,
+    ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
+    renderIds: renderByIds(list.table, list.alias, list.view, list.joins),
+  });
+}
 
 /**
  * One list page and its total_count.

@@ -21,6 +21,7 @@ import {
   type Page,
 } from "@whereabouts/shared";
 import { uniqueViolation, type Db } from "../db/catalog-db.ts";
+import { listRecords } from "../requests/list-query.ts";
 import type { EventPublisher } from "../events/event-outbox.ts";
 import { resolveParent } from "../locations/location-store.ts";
 import { parseObject, readOnlyError, requireObject, storedInstant, throwIfAny, type JsonObject } from "../requests/body-parse.ts";
@@ -28,7 +29,7 @@ import { checkEchoes } from "../requests/read-only-echo.ts";
 import {
   findScanPoint,
   insertScanPoint,
-  listScanPoints,
+  SCAN_POINT_LIST,
   loadScanPoint,
   lockScanPoint,
   SCAN_POINT_LIVE_UNIQUE_INDEX,
@@ -130,7 +131,7 @@ export function createScanPointService(deps: { events: EventPublisher; db: Db })
   }
 
   async function list(orgId: number, filters: ScanPointFilters, sort: SortKey<ScanPointSortField>[], page: Page): Promise<JsonText> {
-    const { data, total } = await listScanPoints(db, orgId, filters, sort, page);
+    const { data, total } = await listRecords(db, SCAN_POINT_LIST, orgId, filters, sort, page);
     return listEnvelopeJson(data, page, total);
   }
 

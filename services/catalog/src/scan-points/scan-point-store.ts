@@ -2,12 +2,13 @@
  * Scan point queries: the record (location key joined at read time), the
  * list, and the writes. Every statement filters on org_id.
  */
-import { effectiveSql, microsTimestampSql, type Page, wireTimestampSql } from "@whereabouts/shared";
-import type { ScanPointView, SortKey } from "@whereabouts/shared";
-import { Params, queryOne, type Db } from "../db/catalog-db.ts";
+import { wireTimestampSql } from "@whereabouts/shared";
+import type { ScanPointView } from "@whereabouts/shared";
+import { recordReads, type RecordState } from "../db/record-reads.ts";
+import { queryOne, type Db, type Params } from "../db/catalog-db.ts";
 import { softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { NOW_MS, rowById } from "../db/sql-fragments.ts";
-import { listPage, orderBy, renderByIds } from "../requests/list-query.ts";
+import { NOW_MS } from "../db/sql-fragments.ts";
+import { recordConditions, type RecordList } from "../requests/list-query.ts";
 
 export const SCAN_POINT_LIVE_UNIQUE_INDEX = "scan_points_org_id_source_antenna_live_key";
 
@@ -25,41 +26,12 @@ const VIEW = `json_build_object(
   'updated_at', ${wireTimestampSql("s.updated_at")},
   'deleted_at', ${wireTimestampSql("s.deleted_at")})`;
 
-const byId = (idParam: string, lock?: "UPDATE") => `${rowById("catalog.scan_points", idParam, lock)} s ${JOIN_LOCATION}`;
+export type ScanPointState = RecordState<ScanPointView>;
 
-export interface ScanPointState {
-  view: ScanPointView;
-  version: number;
-  valid_from_us: string;
-  valid_to_us: string | null;
-}
-
-export async function findScanPoint(db: Db, orgId: number, id: number): Promise<string | undefined> {
-  const row = await queryOne<{ view: string }>(
-    db,
-    `SELECT ${VIEW}::text AS view FROM ${byId("$2")} WHERE s.org_id = $1 AND s.deleted_at IS NULL`,
-    [orgId, id],
-  );
-  return row?.view;
-}
-
-export async function lockScanPoint(db: Db, orgId: number, id: number): Promise<ScanPointState | undefined> {
-  return queryOne<ScanPointState>(
-    db,
-    `SELECT ${VIEW} AS view, s.version, ${microsTimestampSql("s.valid_from")} AS valid_from_us, ${microsTimestampSql("s.valid_to")} AS valid_to_us
-       FROM ${byId("$2", "UPDATE")} WHERE s.org_id = $1 AND s.deleted_at IS NULL`,
-    [orgId, id],
-  );
-}
-
-export async function loadScanPoint(db: Db, orgId: number, id: number): Promise<{ view: ScanPointView; version: number }> {
-  const row = await queryOne<{ view: ScanPointView; version: number }>(
-    db,
-    `SELECT ${VIEW} AS view, s.version FROM ${byId("$2")} WHERE s.org_id = $1`,
-    [orgId, id],
-  );
-  return row!;
-}
+const reads = recordReads<ScanPointView>("catalog.scan_points", "s", VIEW, JOIN_LOCATION);
+export const findScanPoint = reads.find;
+export const lockScanPoint = reads.lock;
+export const loadScanPoint = reads.load;
 
 export interface NewScanPoint {
   source: string;
@@ -121,17 +93,8 @@ const SORT_COLUMNS: Record<ScanPointSortField, string | string[]> = {
   updated_at: "s.updated_at",
 };
 
-export async function listScanPoints(
-  db: Db,
-  orgId: number,
-  f: ScanPointFilters,
-  sort: SortKey<ScanPointSortField>[],
-  page: Page,
-): Promise<{ data: string; total: number }> {
-  const p = new Params();
-  const org = p.add(orgId);
-  const conditions = [`s.org_id = ${org}`, effectiveSql("s")];
-  if (!f.includeDeleted) conditions.push("s.deleted_at IS NULL");
+function where(p: Params, orgId: number, f: ScanPointFilters): string[] {
+  const { org, conds: conditions } = recordConditions(p, "s", orgId, f);
   if (f.sources.length) conditions.push(`s.source = ANY(${p.add(f.sources)}::text[])`);
   if (f.antennas.length) conditions.push(`s.antenna = ANY(${p.add(f.antennas)}::int[])`);
   if (f.locationIds.length) conditions.push(`s.location_id = ANY(${p.add(f.locationIds)}::int[])`);
@@ -139,15 +102,15 @@ export async function listScanPoints(
     conditions.push(`s.location_id IN (SELECT k.id FROM catalog.locations k
       WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.locationKeys)}::text[]))`);
   }
-  const order = orderBy(sort, SORT_COLUMNS, "s.id");
-  return listPage(db, p, {
-    orgId,
-    table: "catalog.scan_points",
-    alias: "s",
-    conditions,
-    order,
-    page,
-    searched: false,
-    renderIds: renderByIds("catalog.scan_points", "s", VIEW, JOIN_LOCATION),
-  });
+  return conditions;
 }
+
+/** GET /api/v1/scan-points as a record list (see listRecords). */
+export const SCAN_POINT_LIST: RecordList<ScanPointFilters, ScanPointSortField> = {
+  table: "catalog.scan_points",
+  alias: "s",
+  view: VIEW,
+  joins: JOIN_LOCATION,
+  sortColumns: SORT_COLUMNS,
+  where,
+};

@@ -21,6 +21,7 @@ import { Pool as HttpPool, type Dispatcher } from "undici";
 import {
   WEBHOOK_RETRY_WINDOW_MS,
   WEBHOOK_TIMEOUT_MS,
+  unnestColumns,
   type Logger,
   type Metrics,
   type Pool,
@@ -471,21 +472,8 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
          FROM o
         WHERE o.state = 'pending' AND s.webhook_id = o.webhook_id AND s.ordering_key = o.ordering_key AND s.state = 'pending'
           AND s.event_seq > o.event_seq AND s.next_attempt_at < o.next_at AND s.id NOT IN (SELECT id FROM retried)`,
-      values: [
-        batch.map((o) => o.id),
-        batch.map((o) => o.webhookId),
-        batch.map((o) => o.orgId),
-        batch.map((o) => o.eventId),
-        batch.map((o) => o.eventType),
-        batch.map((o) => o.attempt),
-        batch.map((o) => o.statusCode),
-        batch.map((o) => o.durationMs),
-        batch.map((o) => o.error),
-        batch.map((o) => o.state),
-        batch.map((o) => o.nextAttemptAt),
-        batch.map((o) => o.orderingKey),
-        batch.map((o) => o.eventSeq),
-      ],
+      values: unnestColumns(batch, "id", "webhookId", "orgId", "eventId", "eventType", "attempt", "statusCode", "durationMs",
+        "error", "state", "nextAttemptAt", "orderingKey", "eventSeq"),
     });
     logger.debug({ outcomes: batch.length, ms: Math.round(performance.now() - started) }, "webhook outcomes recorded");
   }

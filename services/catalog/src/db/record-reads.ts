@@ -1,0 +1,52 @@
+/**
+ * The reads every catalog record (asset, location, scan point) takes the same
+ * way by id: its view for a GET, locked with its version and validity for a
+ * change, and in any state for the event a change publishes.
+ */
+import { microsTimestampSql } from "@whereabouts/shared";
+import { queryOne, type Db } from "./catalog-db.ts";
+import { rowById } from "./sql-fragments.ts";
+import type { RecordTable } from "./record-writes.ts";
+
+/** A live record locked for a change. */
+export interface RecordState<V> {
+  view: V;
+  version: number;
+  /** Validity bounds as stored, to the microsecond. */
+  valid_from_us: string;
+  valid_to_us: string | null;
+}
+
+/** The record `alias` of `table`, rendered by `view` over `joins`. */
+export function recordReads<V>(table: RecordTable, alias: string, view: string, joins: string) {
+  const byId = (lock?: "UPDATE" | "SHARE") => `${rowById(table, "$2", lock)} ${alias} ${joins}`;
+  return {
+    /** A live record by id (no effectiveness predicate: visibility rule 3), as JSON text. */
+    async find(db: Db, orgId: number, id: number): Promise<string | undefined> {
+      const row = await queryOne<{ view: string }>(
+        db,
+        `SELECT ${view}::text AS view FROM ${byId()} WHERE ${alias}.org_id = $1 AND ${alias}.deleted_at IS NULL`,
+        [orgId, id],
+      );
+      return row?.view;
+    },
+    /** Locks a live record for a change and returns its current state. */
+    lock(db: Db, orgId: number, id: number, mode: "UPDATE" | "SHARE" = "UPDATE"): Promise<RecordState<V> | undefined> {
+      return queryOne<RecordState<V>>(
+        db,
+        `SELECT ${view} AS view, ${alias}.version, ${microsTimestampSql(`${alias}.valid_from`)} AS valid_from_us, ${microsTimestampSql(`${alias}.valid_to`)} AS valid_to_us
+       FROM ${byId(mode)} WHERE ${alias}.org_id = $1 AND ${alias}.deleted_at IS NULL`,
+        [orgId, id],
+      );
+    },
+    /** Any record by id, deleted or not, with its version (for events). */
+    async load(db: Db, orgId: number, id: number): Promise<{ view: V; version: number }> {
+      const row = await queryOne<{ view: V; version: number }>(
+        db,
+        `SELECT ${view} AS view, ${alias}.version FROM ${byId()} WHERE ${alias}.org_id = $1`,
+        [orgId, id],
+      );
+      return row!;
+    },
+  };
+}
