@@ -33,9 +33,11 @@ BEGIN
         RETURN NULL;
     END IF;
     -- Only a move reads the asset's validity (to carry counts): a batch of
-    -- repeated reads at the same place locks nothing.
-    IF EXISTS (SELECT 1 FROM new_rows n JOIN old_rows o ON o.org_id = n.org_id AND o.asset_id = n.asset_id
-                WHERE o.location_id <> n.location_id) THEN
+    -- repeated reads at the same place locks nothing. A row per asset on each
+    -- side, so a moved asset is one of the new rows not among the old. Compared
+    -- as sets (EXCEPT hashes or sorts): this plan is made once and kept, so it
+    -- must not be a join the first small call chose.
+    IF EXISTS (SELECT org_id, asset_id, location_id FROM new_rows EXCEPT SELECT org_id, asset_id, location_id FROM old_rows) THEN
         EXECUTE format(
             'SELECT count(*) FROM (SELECT 1 FROM %1$I.assets a JOIN new_rows n ON n.org_id = a.org_id AND n.asset_id = a.asset_id
                JOIN old_rows o ON o.org_id = n.org_id AND o.asset_id = n.asset_id
