@@ -446,7 +446,11 @@ export async function ensureStreams(nc: NatsConnection, options: { replicas?: nu
         await jsm.streams.add(config);
       } catch (addErr) {
         // Replicas booting together race to create it; the loser updates instead.
-        if (!(addErr instanceof Error) || !/already in use/i.test(addErr.message)) throw addErr;
+        // The server names that race "already in use" or, while the winner's
+        // stream is being created, "subjects overlap": the latter only when a
+        // stream of this name now exists (else another stream holds the subjects).
+        if (!(addErr instanceof Error) || !/already in use|subjects overlap/i.test(addErr.message)) throw addErr;
+        if (/subjects overlap/i.test(addErr.message)) await jsm.streams.info(config.name).catch(() => Promise.reject(addErr));
         await jsm.streams.update(config.name, config);
       }
     }
