@@ -30,8 +30,12 @@ export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Met
         let assets = 0;
         for (;;) {
           const { rows } = await client.query<{ last: number | null; scanned: number; removed: string }>(
+            // The batch's positions are locked first, in asset order, as a scan
+            // batch locks them: the count update below then waits on nothing, so
+            // the two cannot deadlock (they did, taking rows in hash-join order).
             `WITH a AS (
                SELECT asset_id FROM tracking.positions WHERE org_id = $1 AND asset_id > $2 ORDER BY asset_id LIMIT $3
+                  FOR NO KEY UPDATE
              ), cutoff AS (
                SELECT (${epochMicrosSql("now() - make_interval(days => $4)")}) * 16 AS key
              ), gone AS (
