@@ -49,34 +49,8 @@ export interface RecordList<F, S extends string> {
   countKey?: (orgId: number, filters: F) => string | undefined;
 }
 
-/** One page of a record list and its total_count (see listPage). */
-export function listRecords<F extends object, S extends string>(
-  db: Db,
-  list: RecordList<F, S>,
-  orgId: number,
-  filters: F,
-  sort: SortKey<S>[],
-  page: Page,
-  counts?: { cache: CountCache; catalogSeq: number | undefined },
-): Promise<{ data: string; total: number }> {
-  const p = new Params();
-  const conditions = list.where(p, orgId, filters);
-  const countKey = list.countKey?.(orgId, filters);
-  return listPage(db, p, {
-    orgId,
-    table: list.table,
-    alias: list.alias,
-    conditions,
-    order: orderBy(sort, list.sortColumns, `${list.alias}.id`),
-    page,
-    searched: "q" in filters && filters.q !== undefined,
-    ...(counts && countKey ? { cachedCount: { cache: counts.cache, key: countKey, catalogSeq: counts.catalogSeq } } : {}),
-    renderIds: renderByIds(list.table, list.alias, list.view, list.joins),
-  });
-}
-
 /**
- * One list page and its total_count.
+ * One page of a record list and its total_count.
  *
  * A whole-organization list takes its count from the cache and is one
  * statement: the page's ids (an InitPlan) rendered as one JSON array text.
@@ -86,7 +60,7 @@ export function listRecords<F extends object, S extends string>(
  *    fraction of a millisecond; with `q` the search runs once for both (a
  *    materialized CTE), not once per statement as when count and page were
  *    separate statements;
- * 2. the records of those ids (`renderIds`): its shape never depends on the
+ * 2. the records of those ids (see renderIds): its shape never depends on the
  *    filter, so Postgres keeps one generic plan for it instead of planning
  *    the render again for every search pattern.
  *
@@ -94,67 +68,56 @@ export function listRecords<F extends object, S extends string>(
  * as it is after that write. Records are never removed (deletion sets
  * deleted_at), so every id of the page renders.
  */
-export async function listPage(
+export async function listRecords<F extends object, S extends string>(
   db: Db,
-  p: Params,
-  options: {
-    orgId: number;
-    table: string;
-    alias: string;
-    /** ANDed; the currently-effective predicate among them. */
-    conditions: string[];
-    order: string;
-    page: Page;
-    /** Whether a `q` search is among the conditions (evaluated once, see above). */
-    searched: boolean;
-    /** The records of an int[] of ids (`ids`: a parameter or an ARRAY subquery) of the organization (`orgParam`), as one JSON array text `data` in the ids' order. */
-    renderIds: (ids: string, orgParam: string) => string;
-    /** Whole-organization lists: their count comes from the cache (see count-cache.ts). */
-    cachedCount?: { cache: CountCache; key: string; catalogSeq: number | undefined };
-  },
+  list: RecordList<F, S>,
+  orgId: number,
+  filters: F,
+  sort: SortKey<S>[],
+  page: Page,
+  counts?: { cache: CountCache; catalogSeq: number | undefined },
 ): Promise<{ data: string; total: number }> {
-  const { table, alias, order, page } = options;
-  const conditions = options.conditions.join(" AND ");
+  const { table, alias } = list;
+  const p = new Params();
+  const conditionList = list.where(p, orgId, filters);
+  const conditions = conditionList.join(" AND ");
   const countParams = [...p.values];
+  const order = orderBy(sort, list.sortColumns, `${alias}.id`);
   const limit = p.add(page.limit);
   const offset = p.add(sqlOffset(page));
-  const cached = options.cachedCount;
   const pageIdsSql = `ARRAY(SELECT ${alias}.id FROM ${table} ${alias} WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset})`;
-  if (cached) {
+  const countKey = list.countKey?.(orgId, filters);
+  if (counts && countKey) {
     // The count comes from the cache: the page is one statement (ids and render), one round trip.
-    const render = options.renderIds(pageIdsSql, p.add(options.orgId));
+    const render = renderIds(list, pageIdsSql, p.add(orgId));
     const [row, total] = await Promise.all([
       queryOne<{ data: string }>(db, render, p.values),
-      cached.cache.count(cached.key, cached.catalogSeq, () => countWithHorizon(db, table, alias, options.conditions, countParams)),
+      counts.cache.count(countKey, counts.catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams)),
     ]);
     return { data: row!.data, total };
   }
-  const idsAndCount = options.searched
+  const searched = "q" in filters && filters.q !== undefined;
+  const idsAndCount = searched
     ? `WITH hits AS MATERIALIZED (SELECT ${alias}.id FROM ${table} ${alias} WHERE ${conditions})
        SELECT ARRAY(SELECT ${alias}.id FROM ${table} ${alias} WHERE ${alias}.id IN (SELECT id FROM hits)
                      ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) AS ids,
               (SELECT count(*)::int FROM hits) AS total`
     : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
-  const [ids, total] = await pageIdsAndCount(db, idsAndCount, p.values);
+  const { ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!;
   if (!ids.length) return { data: "[]", total };
-  const row = await queryOne<{ data: string }>(db, options.renderIds("$2", "$1"), [options.orgId, ids]);
+  const row = await queryOne<{ data: string }>(db, renderIds(list, "$2", "$1"), [orgId, ids]);
   return { data: row!.data, total };
 }
 
 /**
- * The records of a page as one JSON array text, in the order of the ids:
- * `view` renders the row `alias` of `table`, `joins` add what it reads.
+ * The records of an int[] of ids (`ids`: a parameter or an ARRAY subquery) of
+ * the organization (`org`), as one JSON array text `data` in the ids' order.
  */
-export const renderByIds = (table: string, alias: string, view: string, joins: string) => (ids: string, org: string) =>
-  `SELECT '[' || COALESCE(string_agg((${view})::text, ',' ORDER BY page_ids.n), '') || ']' AS data
+const renderIds = (list: Pick<RecordList<unknown, string>, "table" | "alias" | "view" | "joins">, ids: string, org: string) =>
+  `SELECT '[' || COALESCE(string_agg((${list.view})::text, ',' ORDER BY page_ids.n), '') || ']' AS data
      FROM unnest(${ids}::int[]) WITH ORDINALITY AS page_ids(id, n)
-     JOIN ${table} ${alias} ON ${alias}.id = page_ids.id AND ${alias}.org_id = ${org}
-     ${joins}`;
-
-async function pageIdsAndCount(db: Db, sql: string, params: unknown[]): Promise<[number[], number]> {
-  const row = (await queryOne<{ ids: number[]; total: number }>(db, sql, params))!;
-  return [row.ids, row.total];
-}
+     JOIN ${list.table} ${list.alias} ON ${list.alias}.id = page_ids.id AND ${list.alias}.org_id = ${org}
+     ${list.joins}`;
 
 /**
  * The count, and the seconds until the next validity boundary (valid_from or
