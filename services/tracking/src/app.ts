@@ -42,6 +42,8 @@ export interface TrackingOptions {
   metricsLogIntervalMs: number;
   /** How often history retention runs (organizations with history_retention_days). */
   retentionIntervalMs: number;
+  /** Percent of wall time a retention pass may be busy (history-retention.ts). */
+  retentionDutyPercent: number;
 }
 
 export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
@@ -53,6 +55,7 @@ export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
   dbPoolSize: 10,
   metricsLogIntervalMs: 60_000,
   retentionIntervalMs: 60_000,
+  retentionDutyPercent: 25,
 };
 
 export interface TrackingDeps {
@@ -134,7 +137,7 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
       },
       catalogWorker,
       summary,
-      startHistoryRetention({ pool, logger, metrics, everyMs: options.retentionIntervalMs }),
+      startHistoryRetention({ pool, logger, metrics, everyMs: options.retentionIntervalMs, dutyPercent: options.retentionDutyPercent }),
       database.maintenance,
     ],
     close: [database.close],

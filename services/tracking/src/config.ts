@@ -17,6 +17,8 @@ export const TrackingEnv = BaseServiceEnv.extend({
   TRACKING_METRICS_LOG_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
   /** How often history retention runs for organizations with history_retention_days. */
   TRACKING_RETENTION_INTERVAL_MS: z.coerce.number().int().min(1000).default(60_000),
+  /** The share of wall time (percent) a retention pass may spend deleting: it pauses between its batches for the rest. */
+  TRACKING_RETENTION_DUTY_PERCENT: z.coerce.number().int().min(1).max(100).default(25),
 });
 
 export type TrackingConfig = ReturnType<typeof loadTrackingConfig>;
@@ -32,6 +34,7 @@ export function loadTrackingConfig(env: Record<string, string | undefined> = pro
     dbPoolSize: parsed.TRACKING_DB_POOL_SIZE,
     metricsLogIntervalMs: parsed.TRACKING_METRICS_LOG_INTERVAL_MS,
     retentionIntervalMs: parsed.TRACKING_RETENTION_INTERVAL_MS,
+    retentionDutyPercent: parsed.TRACKING_RETENTION_DUTY_PERCENT,
   };
   return { ...parsed, databaseUrl: serviceDatabaseUrl("tracking", env), options };
 }

@@ -6,15 +6,32 @@
  * asset, the newest removed row is kept as its floor, so the oldest kept
  * row's duration_seconds is what it was; the asset's history_count drops by
  * what went. One replica at a time (an advisory lock).
+ *
+ * A pass is paced (`dutyPercent`): after each batch it pauses for as long as
+ * keeps its busy share of wall time at that percent, so a large backlog of
+ * old rows (a retention switched on, a shortened one) is removed over a
+ * longer time instead of taking the database's CPU from ingestion.
  */
 import type pg from "pg";
+import { setTimeout as pause } from "node:timers/promises";
 import { checkout, epochMicrosSql, startPeriodic, type Logger, type Metrics, type Worker } from "@whereabouts/shared";
 
 const ASSETS_PER_BATCH = 100;
 const LOCK = "whereabouts:tracking:history-retention";
 
+/** How long to pause after a batch that took `busyMs` to stay at `dutyPercent` of wall time. */
+export function retentionPauseMs(busyMs: number, dutyPercent: number): number {
+  return dutyPercent >= 100 ? 0 : Math.round((busyMs * (100 - dutyPercent)) / dutyPercent);
+}
+
 /** One pass over every organization with a retention; returns the rows removed. */
-export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Metrics): Promise<number> {
+export async function retireHistory(
+  pool: pg.Pool,
+  logger: Logger,
+  metrics?: Metrics,
+  options: { dutyPercent?: number; stopping?: () => boolean } = {},
+): Promise<number> {
+  const dutyPercent = options.dutyPercent ?? 100;
   const client = await checkout(pool);
   let total = 0;
   try {
@@ -29,6 +46,8 @@ export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Met
         let removed = 0;
         let assets = 0;
         for (;;) {
+          if (options.stopping?.()) break;
+          const started = performance.now();
           const { rows } = await client.query<{ last: number | null; scanned: number; removed: string }>(
             // The batch's positions are locked first, in asset order, as a scan
             // batch locks them: the count update below then waits on nothing, so
@@ -66,9 +85,12 @@ export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Met
             metrics?.historyRowsRemoved.inc(n);
             logger.debug({ org_id: org.id, assets, removed }, "history retention in progress");
           }
+          const rest = retentionPauseMs(performance.now() - started, dutyPercent);
+          if (rest > 0) await pause(rest);
         }
         if (removed > 0) logger.info({ org_id: org.id, retention_days: org.days, assets, removed }, "history older than the retention removed");
         total += removed;
+        if (options.stopping?.()) break;
       }
     } finally {
       await client.query("SELECT pg_advisory_unlock(hashtext($1))", [LOCK]);
@@ -80,12 +102,20 @@ export async function retireHistory(pool: pg.Pool, logger: Logger, metrics?: Met
 }
 
 /** Runs a pass every `everyMs` (and once at start). */
-export function startHistoryRetention(deps: { pool: pg.Pool; logger: Logger; metrics?: Metrics; everyMs: number }): Worker & { runNow(): Promise<number> } {
+export function startHistoryRetention(deps: {
+  pool: pg.Pool;
+  logger: Logger;
+  metrics?: Metrics;
+  everyMs: number;
+  dutyPercent: number;
+}): Worker & { runNow(): Promise<number> } {
   // Passes never overlap: the periodic ones and runNow's queue on one chain.
   let running: Promise<number> = Promise.resolve(0);
+  // A paced pass may be long: stop ends it between two batches.
+  let stopping = false;
   const pass = () =>
     (running = running.then(() =>
-      retireHistory(deps.pool, deps.logger, deps.metrics).catch((err: unknown) => {
+      retireHistory(deps.pool, deps.logger, deps.metrics, { dutyPercent: deps.dutyPercent, stopping: () => stopping }).catch((err: unknown) => {
         deps.logger.warn({ err }, "history retention failed; the next pass retries");
         return 0;
       }),
@@ -94,6 +124,7 @@ export function startHistoryRetention(deps: { pool: pg.Pool; logger: Logger; met
   return {
     runNow: pass,
     async stop() {
+      stopping = true;
       await periodic.stop();
       await running;
     },
