@@ -44,8 +44,11 @@ export async function publishAll(js: JetStreamClient, items: Iterable<{ subject:
 
 /**
  * Calls `send(n)` `perSecond` times a second for `seconds` (or until `stop()`),
- * in 20 ms ticks. By default each tick's sends finish before the next tick:
- * a publisher that falls behind offers less, and the count returned says how
+ * in 20 ms ticks. What is due is counted from the clock, not from the ticks:
+ * a timer that fires late (a busy event loop, a loaded machine) sends the
+ * ticks it missed at once instead of offering less. By default each tick's
+ * sends finish before the next tick: a publisher whose acks fall behind
+ * offers less by the end of the window, and the count returned says how
  * much. With `maxInFlight`, ticks go on while fewer than that many sends are
  * pending, so slow acks do not lower the offered rate until the window fills.
  */
@@ -58,16 +61,14 @@ export async function paced(
 ): Promise<number> {
   const tickMs = 20;
   const start = Date.now();
+  const windowMs = seconds * 1000;
   const pending = new Set<Promise<unknown>>();
-  let owed = 0;
   let sent = 0;
-  while (Date.now() - start < seconds * 1000 && !stop()) {
-    owed += perSecond * (tickMs / 1000);
+  while (Date.now() - start < windowMs && !stop()) {
+    // Due by the end of this tick, at most the whole window's worth.
+    const due = Math.floor((perSecond * Math.min(windowMs, Date.now() - start + tickMs)) / 1000);
     const acks: Array<Promise<unknown>> = [];
-    while (owed >= 1) {
-      owed--;
-      acks.push(send(++sent));
-    }
+    while (sent < due) acks.push(send(++sent));
     if (maxInFlight > 0) {
       for (const ack of acks) {
         pending.add(ack);
