@@ -62,14 +62,18 @@ async function main({ teardown, isStopping }: { teardown: Teardown; isStopping: 
     if (settle && settle.ms > 1000) log(`waited ${(settle.ms / 1000).toFixed(1)} s for the stack to go quiet`);
     log(`case ${name} ...`);
     const t0 = performance.now();
+    const caseStartedAt = Date.now();
     let caseRows: CaseRow[];
     try {
       caseRows = await c.run(ctx);
     } catch (err) {
       caseRows = [failedRow(name, c.target, err)];
     }
+    // Each case's own peak RSS per process: which case a run's peak (the rss rows) comes from.
+    const casePeaks = ctx.rss ? Object.fromEntries(Object.entries(ctx.rss.peak(caseStartedAt)).map(([p, mb]) => [p, Math.round(mb)])) : undefined;
     for (const row of caseRows) {
       row.details.case_seconds = Math.round((performance.now() - t0) / 100) / 10;
+      if (casePeaks) row.details.rss_peak_mb = casePeaks;
       if (settle) row.details.settle_before = { ms: Math.round(settle.ms), settled: settle.settled };
       log(`case ${row.name}: ${summarize(row)}`);
     }
