@@ -1,0 +1,73 @@
+/**
+ * Smoothing at the store (EXTENSIONS.md section 5), tracking's transaction
+ * alone: a fresh database with 20,000 placed assets, then batches of 5,000
+ * reads of random assets at the place they are at (the steady mix's repeat
+ * reads; every one inside a 60 s window, so smoothing suppresses each), timed
+ * with smoothing off and on, alternating. Prints microseconds per read for
+ * the whole transaction (decision, positions, history) and for the smoothing
+ * decision alone: what smoothing saves (the history rows) against what it
+ * costs (reading the positions and deciding).
+ *
+ *   npx tsx scripts/bench-smoothing.ts [--rounds 3] [--batches 20]
+ *
+ * Needs Postgres (DATABASE_URL's server).
+ */
+import { parseArgs } from "node:util";
+import { createTestDatabase } from "@whereabouts/shared/testing";
+import { migrateAll } from "./migrate.ts";
+import { createTrackingClient, inTransaction, query } from "../services/tracking/src/db/tracking-db.ts";
+import { recordScans, type ScanRow } from "../services/tracking/src/scans/scan-store.ts";
+import { applySmoothing } from "../services/tracking/src/scans/smoothing.ts";
+
+const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, batches: { type: "string", default: "20" } } });
+const ASSETS = 20_000;
+const BATCH = 5_000;
+const ORG = 1;
+
+const database = await createTestDatabase("bench_smoothing", { prefix: "wa_bench_" });
+const db = createTrackingClient(database.url, 2);
+try {
+  await migrateAll({ DATABASE_URL: database.url }, () => undefined);
+  await query(db, `INSERT INTO tracking.orgs (id, smoothing_window_s) VALUES ($1, 0)`, [ORG]);
+  let clock = Date.parse("2026-11-27T08:00:00Z");
+  let ord = 0;
+  const placeOf = (assetId: number) => 1 + (assetId % 100);
+  const read = (assetId: number): ScanRow => ({ orgId: ORG, assetId, observedAt: new Date(clock++).toISOString(), locationId: placeOf(assetId), ord: ord++ });
+  for (let first = 1; first <= ASSETS; first += BATCH) {
+    const rows = Array.from({ length: BATCH }, (_, i) => read(first + i));
+    await inTransaction(db, (tx) => recordScans(tx, rows));
+  }
+  await query(db, "ANALYZE tracking.positions");
+
+  async function run(windowS: number): Promise<{ total: number; decision: number }> {
+    await query(db, `UPDATE tracking.orgs SET smoothing_window_s = $2 WHERE id = $1`, [ORG, windowS]);
+    let total = 0;
+    let decision = 0;
+    const batches = Number(args.batches);
+    for (let b = 0; b < batches; b++) {
+      const rows = Array.from({ length: BATCH }, () => read(1 + Math.floor(Math.random() * ASSETS)));
+      const started = performance.now();
+      await inTransaction(db, async (tx) => {
+        await applySmoothing(tx, rows);
+        decision += performance.now() - started;
+        await recordScans(tx, rows);
+      });
+      total += performance.now() - started;
+    }
+    const perRead = (ms: number) => (ms * 1000) / (batches * BATCH);
+    return { total: perRead(total), decision: perRead(decision) };
+  }
+
+  const f = (n: number) => n.toFixed(1);
+  for (let r = 1; r <= Number(args.rounds); r++) {
+    const off = await run(0);
+    const on = await run(60);
+    console.log(
+      `round ${r}: µs per read, transaction: off ${f(off.total)}, on ${f(on.total)} (${(on.total / off.total).toFixed(2)}x); ` +
+        `the smoothing decision: off ${f(off.decision)}, on ${f(on.decision)}`,
+    );
+  }
+} finally {
+  await db.$disconnect();
+  await database.drop();
+}
