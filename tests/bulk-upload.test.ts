@@ -14,7 +14,9 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
+import { exportAssets } from "../services/catalog/src/assets/asset-store.ts";
 import { BULK_CHUNK_ROWS } from "../services/catalog/src/bulk/bulk-import.ts";
+import { readAssetQuery } from "../services/catalog/src/handlers/asset-handlers.ts";
 import { JOB_LEASE_MS } from "../services/catalog/src/bulk/job-store.ts";
 import { BULK_TRIGRAM_INDEXES } from "../services/catalog/src/bulk/trigram-indexes.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -256,6 +258,37 @@ describe("export", () => {
     const bad = await stack.gateway.inject({ method: "GET", url: "/api/v1/assets?colour=red", headers: { ...t.auth, accept: "text/csv" } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.type).toBe("validation_error");
+  });
+});
+
+describe("export with q", () => {
+  it("walks the sort order where matches are dense and gathers them where sparse: every match, in order, chunk after chunk", async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => `SP-${String(i).padStart(4, "0")},Sparse ${i},,true,,rfid:SPARSE-${i % 7 === 0 ? "HIT" : "MISS"}-${i}`);
+    expect(await run(["external_key,name,description,is_active,metadata,tags", ...rows].join("\n"))).toMatchObject({ status: "succeeded", created: 40 });
+    const keys = (indexes: number[]) => indexes.map((i) => `SP-${String(i).padStart(4, "0")}`);
+    // q matching all 40 (dense, after the organization's other assets in key order), then every 7th by a tag value (sparse).
+    for (const [q, expected] of [["SP-", keys(Array.from({ length: 40 }, (_, i) => i))], ["SPARSE-HIT", keys([0, 7, 14, 21, 28, 35])]] as const) {
+      // The list's rule finds the same rows.
+      const listed = await stack.gateway.inject({ method: "GET", url: `/api/v1/assets?q=${q}&limit=100`, headers: t.auth });
+      expect(listed.json().data.map((a: { external_key: string }) => a.external_key)).toEqual(expected);
+
+      const { filters, sort } = readAssetQuery({ query: { q: [q] } } as never);
+      const found: string[] = [];
+      let after: string[] | undefined;
+      for (let chunks = 1; ; chunks++) {
+        // Three matches a chunk at most, six rows walked at most.
+        const chunk = await exportAssets(pool, t.orgId, filters, sort, after, 3, 6);
+        found.push(...chunk.data.map((view) => (JSON.parse(view) as { external_key: string }).external_key));
+        if (chunk.done) break;
+        expect(chunk.cursor).toBeDefined();
+        after = chunk.cursor;
+        expect(chunks).toBeLessThan(100);
+      }
+      expect(found).toEqual(expected);
+      // Through the gateway, in one response.
+      const res = await stack.gateway.inject({ method: "GET", url: `/api/v1/assets?q=${q}`, headers: { ...t.auth, accept: "text/csv" } });
+      expect(res.body.trim().split("\r\n").slice(1).map((line) => line.split(",")[0])).toEqual(expected);
+    }
   });
 });
 

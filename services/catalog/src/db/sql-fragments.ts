@@ -73,6 +73,19 @@ export const SORT_DIRECTION = (descending: boolean) => (descending ? "DESC" : "A
  * The `q` search of the asset and location lists: the row's name, external key
  * or description, or one of its visible tag values (trigram-indexed columns).
  */
+/**
+ * The same `q` rule as `searchMatch`, tested on each row by itself: for a walk
+ * along a sort index (the CSV export), where a broad `q` would have
+ * `searchMatch` gather every match again for each chunk.
+ */
+export const searchRowMatch = (ownerType: OwnerType, alias: string, org: string, pattern: string) =>
+  // The tag test is a scalar subquery with LIMIT, never an EXISTS: an EXISTS under OR becomes a hashed
+  // subplan that reads every matching tag of the organization, on each chunk.
+  `(${alias}.name ILIKE ${pattern} OR ${alias}.external_key ILIKE ${pattern} OR ${alias}.description ILIKE ${pattern}
+    OR COALESCE((SELECT true FROM catalog.tags t
+                  WHERE t.org_id = ${org} AND t.owner_type = '${ownerType}' AND t.owner_id = ${alias}.id
+                    AND ${visibleTag("t")} AND t.value ILIKE ${pattern} LIMIT 1), false))`;
+
 export const searchMatch = (ownerType: OwnerType, alias: string, org: string, pattern: string) => {
   const table = ownerType === "asset" ? "catalog.assets" : "catalog.locations";
   // One branch per column: each can use its own trigram index (an OR of the

@@ -50,9 +50,9 @@ export function bulkHandlers(deps: { db: Sql; store: () => Promise<ObjectStore>;
       const { filters, sort } = readAssetQuery({ ...request, query: Object.fromEntries(Object.entries(request.query).filter(([k]) => k !== "limit" && k !== "offset")) });
       // The previous chunk's last row (its sort values), from our own earlier reply: keyset paging.
       const after = request.params.after === undefined ? undefined : readCursor(request.params.after);
-      const { data, cursor } = await exportAssets(db, orgId, filters, sort, after, EXPORT_CHUNK_ROWS);
+      const { data, cursor, done } = await exportAssets(db, orgId, filters, sort, after, EXPORT_CHUNK_ROWS);
       const lines = (after === undefined ? csvHeaderLine() : "") + data.map((json) => assetToCsvLine(JSON.parse(json))).join("");
-      return ok({ data: { csv: lines, rows: data.length, done: data.length < EXPORT_CHUNK_ROWS, after: cursor ? JSON.stringify(cursor) : null } });
+      return ok({ data: { csv: lines, rows: data.length, done, after: cursor ? JSON.stringify(cursor) : null } });
     },
   };
 }
