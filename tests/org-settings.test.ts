@@ -132,7 +132,11 @@ describe("history retention", () => {
 
     const pool = createPool(stack.db.url, 2);
     try {
-      expect(await retireHistory(pool, createLogger("test", "silent"))).toBe(2);
+      // A pass told to stop removes nothing: it ends before its first batch.
+      expect(await retireHistory(pool, createLogger("test", "silent"), undefined, { stopping: () => true })).toBe(0);
+      expect((await s.history()).total_count).toBe(4);
+      // Paced (it pauses between batches), a pass still removes all it must.
+      expect(await retireHistory(pool, createLogger("test", "silent"), undefined, { dutyPercent: 50 })).toBe(2);
       expect(await retireHistory(pool, createLogger("test", "silent"))).toBe(0);
     } finally {
       await pool.end();

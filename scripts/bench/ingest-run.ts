@@ -123,6 +123,27 @@ export function ingestNote(run: IngestRun): string {
  * fleet model, offered at `readsPerSecond`; its rate is reads/s from the first
  * publish until the last event's effects are visible through the API.
  */
+/**
+ * One stretch of a read mix: `profile.ingestSeconds` of events drawn by
+ * `reads`, offered at `readsPerSecond`, until every effect is visible.
+ */
+export function runMix(
+  ctx: Pick<BenchContext, "profile" | "fleet" | "scans" | "watch" | "orgId" | "markers">,
+  ingest: IngestAccess,
+  readsPerSecond: number,
+  reads: (fleet: FleetModel) => { location: number; assets: number[] },
+): Promise<IngestRun> {
+  const events = (readsPerSecond * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
+  const scans = Array.from({ length: events }, () => {
+    const drawn = reads(ctx.fleet);
+    return ctx.scans.build(
+      ctx.fleet.locations[drawn.location]!,
+      drawn.assets.map((a) => ctx.fleet.assets[a]!),
+    );
+  });
+  return runIngest(ctx, ingest, scans, { eventsPerSecond: readsPerSecond / TAGS_PER_EVENT, timeoutMs: ctx.profile.completionTimeoutMs });
+}
+
 export function ingestCase(
   name: CaseName,
   readsPerSecond: number,
@@ -134,18 +155,7 @@ export function ingestCase(
     target,
     async run(ctx) {
       if (!ctx.ingest) return [skippedRow(name, target, "no NATS (set NATS_URL)")];
-      const events = (readsPerSecond * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
-      const scans = Array.from({ length: events }, () => {
-        const drawn = reads(ctx.fleet);
-        return ctx.scans.build(
-          ctx.fleet.locations[drawn.location]!,
-          drawn.assets.map((a) => ctx.fleet.assets[a]!),
-        );
-      });
-      const run = await runIngest(ctx, ctx.ingest, scans, {
-        eventsPerSecond: readsPerSecond / TAGS_PER_EVENT,
-        timeoutMs: ctx.profile.completionTimeoutMs,
-      });
+      const run = await runMix(ctx, ctx.ingest, readsPerSecond, reads);
       return [
         {
           name,

@@ -13,8 +13,7 @@
  */
 import { atLeast, skippedRow, type Target } from "../bench-case.ts";
 import type { BenchCase } from "../bench-context.ts";
-import { ingestDetails, ingestErrors, ingestNote, runIngest } from "../ingest-run.ts";
-import { TAGS_PER_EVENT } from "../scan-workload.ts";
+import { ingestDetails, ingestErrors, ingestNote, runMix } from "../ingest-run.ts";
 import { connectSql } from "../sql-client.ts";
 import { patchOrgSettings } from "../org-settings.ts";
 
@@ -45,14 +44,8 @@ export const ingestRetentionCase: BenchCase = {
           )
         ).rows[0]!.n,
       );
-    const steady = () => {
-      const events = (READS_PER_SECOND * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
-      const scans = Array.from({ length: events }, () => {
-        const drawn = ctx.fleet.steadyReads();
-        return ctx.scans.build(ctx.fleet.locations[drawn.location]!, drawn.assets.map((a) => ctx.fleet.assets[a]!));
-      });
-      return runIngest(ctx, ctx.ingest!, scans, { eventsPerSecond: READS_PER_SECOND / TAGS_PER_EVENT, timeoutMs: ctx.profile.completionTimeoutMs });
-    };
+    const ingest = ctx.ingest;
+    const steady = () => runMix(ctx, ingest, READS_PER_SECOND, (fleet) => fleet.steadyReads());
     try {
       const aloneBefore = await steady();
       const seeded = Date.now();

@@ -9,8 +9,7 @@
  */
 import { atLeast, skippedRow, type Target } from "../bench-case.ts";
 import type { BenchCase, IngestAccess } from "../bench-context.ts";
-import { ingestDetails, ingestErrors, runIngest, type IngestRun } from "../ingest-run.ts";
-import { TAGS_PER_EVENT } from "../scan-workload.ts";
+import { ingestDetails, ingestErrors, runMix, type IngestRun } from "../ingest-run.ts";
 import { connectSql } from "../sql-client.ts";
 import { patchOrgSettings } from "../org-settings.ts";
 
@@ -38,13 +37,8 @@ export const ingestSmoothingCase: BenchCase = {
           .rows[0]!.n,
       );
     const steady = async (): Promise<{ run: IngestRun; rows: number }> => {
-      const events = (READS_PER_SECOND * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
-      const scans = Array.from({ length: events }, () => {
-        const drawn = ctx.fleet.steadyReads();
-        return ctx.scans.build(ctx.fleet.locations[drawn.location]!, drawn.assets.map((a) => ctx.fleet.assets[a]!));
-      });
       const before = await historyRows();
-      const run = await runIngest(ctx, ingest, scans, { eventsPerSecond: READS_PER_SECOND / TAGS_PER_EVENT, timeoutMs: ctx.profile.completionTimeoutMs });
+      const run = await runMix(ctx, ingest, READS_PER_SECOND, (fleet) => fleet.steadyReads());
       return { run, rows: (await historyRows()) - before };
     };
     // Off, on, on, off: a drift over the case (the stack warming up, another

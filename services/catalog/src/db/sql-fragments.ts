@@ -69,10 +69,25 @@ export const rowById = (table: string, idParam: string, lock?: "UPDATE" | "SHARE
 
 export const SORT_DIRECTION = (descending: boolean) => (descending ? "DESC" : "ASC");
 
+/** The record columns the `q` search reads (each trigram-indexed); a visible tag's value is the fourth place. */
+const SEARCHED_COLUMNS = ["name", "external_key", "description"] as const;
+
 /**
  * The `q` search of the asset and location lists: the row's name, external key
  * or description, or one of its visible tag values (trigram-indexed columns).
  */
+export const searchMatch = (ownerType: OwnerType, alias: string, org: string, pattern: string) => {
+  const table = ownerType === "asset" ? "catalog.assets" : "catalog.locations";
+  // One branch per column: each can use its own trigram index (an OR of the
+  // three costs more than a sequential scan in the planner's eyes).
+  const column = (name: string) => `SELECT s.id FROM ${table} s WHERE s.org_id = ${org} AND s.${name} ILIKE ${pattern}`;
+  return `${alias}.id IN (
+      ${SEARCHED_COLUMNS.map(column).join("\n      UNION ")}
+      UNION
+      SELECT t.owner_id FROM catalog.tags t
+       WHERE t.org_id = ${org} AND t.owner_type = '${ownerType}' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`;
+};
+
 /**
  * The same `q` rule as `searchMatch`, tested on each row by itself: for a walk
  * along a sort index (the CSV export), where a broad `q` would have
@@ -81,21 +96,7 @@ export const SORT_DIRECTION = (descending: boolean) => (descending ? "DESC" : "A
 export const searchRowMatch = (ownerType: OwnerType, alias: string, org: string, pattern: string) =>
   // The tag test is a scalar subquery with LIMIT, never an EXISTS: an EXISTS under OR becomes a hashed
   // subplan that reads every matching tag of the organization, on each chunk.
-  `(${alias}.name ILIKE ${pattern} OR ${alias}.external_key ILIKE ${pattern} OR ${alias}.description ILIKE ${pattern}
+  `(${SEARCHED_COLUMNS.map((name) => `${alias}.${name} ILIKE ${pattern}`).join(" OR ")}
     OR COALESCE((SELECT true FROM catalog.tags t
                   WHERE t.org_id = ${org} AND t.owner_type = '${ownerType}' AND t.owner_id = ${alias}.id
                     AND ${visibleTag("t")} AND t.value ILIKE ${pattern} LIMIT 1), false))`;
-
-export const searchMatch = (ownerType: OwnerType, alias: string, org: string, pattern: string) => {
-  const table = ownerType === "asset" ? "catalog.assets" : "catalog.locations";
-  // One branch per column: each can use its own trigram index (an OR of the
-  // three costs more than a sequential scan in the planner's eyes).
-  const column = (name: string) => `SELECT s.id FROM ${table} s WHERE s.org_id = ${org} AND s.${name} ILIKE ${pattern}`;
-  return `${alias}.id IN (
-      ${column("name")}
-      UNION ${column("external_key")}
-      UNION ${column("description")}
-      UNION
-      SELECT t.owner_id FROM catalog.tags t
-       WHERE t.org_id = ${org} AND t.owner_type = '${ownerType}' AND ${visibleTag("t")} AND t.value ILIKE ${pattern})`;
-};
