@@ -3,9 +3,11 @@
  * section 4). Scans move assets (churn: every read a move), each move is an
  * `asset.moved` event, and every webhook subscribed to it gets a signed POST.
  *
- * - webhooks-throughput: 100 webhooks, moves offered so that 5,000
- *   deliveries/s are due; the rate is deliveries per second, from the first
- *   publish to the last delivery.
+ * - webhooks-throughput: 100 webhooks, moves offered so that 10,000
+ *   deliveries/s are due (2x the target: offered at exactly the target, the
+ *   rate could only come out below it, by the last deliveries' latency); the
+ *   rate is deliveries per second, from the first publish to the last
+ *   delivery, so it measures what the stack delivers, not what was offered.
  * - webhooks-latency: 10 webhooks, 1,000 deliveries/s offered; each sample is
  *   publish of the scan → POST received (the whole path: ingestion, the
  *   projection's feed row, the dispatcher).
@@ -29,6 +31,8 @@ import { TAGS_PER_EVENT } from "../scan-workload.ts";
 
 const throughputTarget: Target = { text: "≥5,000 deliveries/s (100 webhooks)", criteria: [atLeast("rate", 5000)] };
 const latencyTarget: Target = { text: "p99 < 500 ms (scan → delivery, 1,000/s)", criteria: [below("p99", 500)] };
+/** Deliveries/s the throughput run offers: above the target, so the figure is the stack's, not the offer's. */
+const THROUGHPUT_OFFERED = 10_000;
 const WebhookReply = z.object({ data: z.object({ id: z.number().int(), secret: z.string() }) });
 
 interface Receiver {
@@ -197,7 +201,7 @@ export const webhooksCase: BenchCase = {
     await deleteWebhook(ctx, ((await probe.json()) as { data: { id: number } }).data.id);
     const seconds = ctx.profile.name === "quick" ? 5 : 15;
     return [
-      await run(ctx, "webhooks-throughput", throughputTarget, 100, 5000, seconds),
+      await run(ctx, "webhooks-throughput", throughputTarget, 100, THROUGHPUT_OFFERED, seconds),
       await run(ctx, "webhooks-latency", latencyTarget, 10, 1000, seconds),
     ];
   },

@@ -154,21 +154,9 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     const busy = [...perWebhook];
     const saturated = busy.filter(([, n]) => n >= perTarget).map(([id]) => id);
     const { rows } = await pool.query<Claimed>({
+      // The scan is a function: its planner settings force the walk in due order (see its migration).
       text: `WITH scanned AS (
-         SELECT d.ctid AS tid, d.id, d.webhook_id, d.next_attempt_at,
-                -- A lease still set when taken is one whose replica stopped before recording the outcome.
-                d.lease_until IS NOT NULL AS taken_over
-           FROM reporting.webhook_deliveries d
-          WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-            AND (d.lease_until IS NULL OR d.lease_until < now())
-            AND NOT (d.webhook_id = ANY ($1::int[]))
-            AND NOT EXISTS (
-              SELECT 1 FROM reporting.webhook_deliveries e
-               WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.state = 'pending'
-                 AND (e.event_seq, e.id) < (d.event_seq, d.id))
-          ORDER BY d.next_attempt_at, d.id
-          LIMIT $3
-          FOR UPDATE SKIP LOCKED
+         SELECT * FROM reporting.webhook_due_heads($1::int[], $3)
        ), candidates AS (
          SELECT c.tid, c.taken_over
            FROM (SELECT s.*, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.next_attempt_at, s.id) AS rank FROM scanned s) c
