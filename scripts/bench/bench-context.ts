@@ -46,6 +46,9 @@ export interface BenchContext {
   /** Service processes' memory, when the benchmark started them. */
   rss?: RssSampler;
   rssIdle?: Record<string, number>;
+  /** How long the stack rested before rssIdle was taken, and RSS a second after seeding (the start of that rest). */
+  rssIdleAfterMs?: number;
+  rssIdleFirst?: Record<string, number>;
   /** When the first case started (the start of "under load" for RSS). */
   loadStartedAt: number;
 }

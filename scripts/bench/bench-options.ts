@@ -62,6 +62,11 @@ export interface BenchProfile {
   bulkRows: number;
   /** How long ingest effects may take to show before a case fails. */
   completionTimeoutMs: number;
+  /**
+   * Idle memory: how long the stack may rest after seeding for every process to come under
+   * the idle target (V8 gives memory back 10-80 s after a burst, not at once).
+   */
+  idleSettleSeconds: number;
 }
 
 export const FULL_PROFILE: BenchProfile = {
@@ -88,6 +93,7 @@ export const FULL_PROFILE: BenchProfile = {
   soakReadsPerSecond: 5000,
   bulkRows: 100_000,
   completionTimeoutMs: 180_000,
+  idleSettleSeconds: 120,
 };
 
 export const QUICK_PROFILE: BenchProfile = {
@@ -114,6 +120,7 @@ export const QUICK_PROFILE: BenchProfile = {
   soakReadsPerSecond: 5000,
   bulkRows: 20_000,
   completionTimeoutMs: 60_000,
+  idleSettleSeconds: 20,
 };
 
 /** An existing stack to measure instead of starting one (BASE_URL mode). */
