@@ -94,6 +94,47 @@ export async function startBulkUpload(deps: { db: Sql; store: ObjectStore }, org
   return insertJob(deps.db, { orgId, mode, onError, objectName: request.object });
 }
 
+/**
+ * The live assets of `keys` in the organization, by key: one lookup per key
+ * through the (org_id, external_key) index. Per key (LATERAL, OFFSET 0), so
+ * that no statistics can make it a scan of the organization per chunk.
+ */
+export async function liveAssetsByKey(db: Sql, orgId: number, keys: string[]): Promise<Map<string, number>> {
+  if (!keys.length) return new Map();
+  const rows = await sqlQuery<{ id: number; external_key: string }>(
+    db,
+    `SELECT a.id, a.external_key
+       FROM unnest($2::text[]) AS k(external_key)
+       JOIN LATERAL (SELECT id, external_key FROM catalog.assets
+                      WHERE org_id = $1 AND external_key = k.external_key AND deleted_at IS NULL OFFSET 0) a ON true`,
+    [orgId, keys],
+  );
+  return new Map(rows.map((r) => [r.external_key, r.id]));
+}
+
+/**
+ * The live tags among `pairs` ("<tag_type>:<value>") in the organization, with
+ * their owner, by pair: one lookup per pair through the live unique index
+ * (org_id, tag_type, value). Per pair (LATERAL, OFFSET 0): left to the
+ * planner, a catalog whose statistics predate a large seed was read whole
+ * for every pair (40,000,000 rows compared, 4.9 s, for the first chunk of a
+ * bulk job after 20,000 tags were seeded).
+ */
+export async function takenTags(db: Sql, orgId: number, pairs: string[]): Promise<Map<string, { owner_type: string; owner_key: string | null }>> {
+  if (!pairs.length) return new Map();
+  const split = pairs.map((pair) => [pair.slice(0, pair.indexOf(":")), pair.slice(pair.indexOf(":") + 1)] as const);
+  const rows = await sqlQuery<{ pair: string; owner_type: string; owner_key: string | null }>(
+    db,
+    `SELECT t.tag_type || ':' || t.value AS pair, t.owner_type, a.external_key AS owner_key
+       FROM unnest($2::text[], $3::text[]) AS p(tag_type, value)
+       JOIN LATERAL (SELECT tag_type, value, owner_type, owner_id FROM catalog.tags
+                      WHERE org_id = $1 AND tag_type = p.tag_type AND value = p.value AND deleted_at IS NULL OFFSET 0) t ON true
+       LEFT JOIN LATERAL (SELECT external_key FROM catalog.assets WHERE id = t.owner_id AND t.owner_type = 'asset' OFFSET 0) a ON true`,
+    [orgId, split.map((p) => p[0]), split.map((p) => p[1])],
+  );
+  return new Map(rows.map((r) => [r.pair, r]));
+}
+
 interface PlannedRow {
   row: number;
   /** Existing live asset with this key (upsert), or undefined: create. */
@@ -119,24 +160,8 @@ async function validate(db: Sql, store: ObjectStore, job: JobRow, onProgress: (r
   async function checkChunk() {
     if (!pending.length) return;
     const keys = pending.map((p) => p.key).filter((k): k is string => k !== undefined);
-    const existing = new Map(
-      (await sqlQuery<{ id: number; external_key: string }>(db, `SELECT id, external_key FROM catalog.assets WHERE org_id = $1 AND external_key = ANY($2::text[]) AND deleted_at IS NULL`, [job.org_id, keys])).map((r) => [r.external_key, r.id]),
-    );
-    const tagPairs = pending.flatMap((p) => p.tags);
-    // By (tag_type, value) pairs, so the live unique index answers (a concatenation would scan every tag).
-    const split = tagPairs.map((pair) => [pair.slice(0, pair.indexOf(":")), pair.slice(pair.indexOf(":") + 1)] as const);
-    const taken = new Map(
-      (
-        await sqlQuery<{ pair: string; owner_type: string; owner_key: string | null }>(
-          db,
-          `SELECT t.tag_type || ':' || t.value AS pair, t.owner_type, a.external_key AS owner_key
-             FROM unnest($2::text[], $3::text[]) AS p(tag_type, value)
-             JOIN catalog.tags t ON t.org_id = $1 AND t.tag_type = p.tag_type AND t.value = p.value AND t.deleted_at IS NULL
-             LEFT JOIN catalog.assets a ON t.owner_type = 'asset' AND a.id = t.owner_id`,
-          [job.org_id, split.map((p) => p[0]), split.map((p) => p[1])],
-        )
-      ).map((r) => [r.pair, r]),
-    );
+    const existing = await liveAssetsByKey(db, job.org_id, keys);
+    const taken = await takenTags(db, job.org_id, pending.flatMap((p) => p.tags));
     for (const p of pending) {
       const existingId = p.key === undefined ? undefined : existing.get(p.key);
       if (existingId !== undefined && job.mode === "create") {

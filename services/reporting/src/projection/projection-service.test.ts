@@ -79,4 +79,37 @@ describe("ProjectionBatch with a bulk job's batch message", () => {
     expect(batch.size).toBe(0);
     expect(batch.catalogEvents).toEqual([]);
   });
+
+  it("writes a created asset's tag once: its own event first, the snapshot only for tags without one", async () => {
+    const assetCreated = (id: number, tags: Array<{ id: number; value: string }>) => ({
+      version: 1,
+      event_id: `a${id}`,
+      org_id: 1,
+      entity: "asset",
+      entity_id: id,
+      entity_version: 1,
+      verb: "created",
+      occurred_at: T,
+      data: {
+        id, external_key: `K${id}`, name: `Asset ${id}`, description: null, is_active: true, metadata: {}, valid_from: T, valid_to: null,
+        location_id: null, location_external_key: null, created_at: T, updated_at: T, deleted_at: null,
+        tags: tags.map((t) => ({ id: t.id, tag_type: "rfid", value: t.value, is_active: true, valid_from: T, valid_to: null, created_at: T, updated_at: T })),
+      },
+    });
+    const batch = new ProjectionBatch();
+    // Tag 1 comes with its own event (as a create emits it); tag 2 only inside the asset's snapshot.
+    batch.add("catalog", BATCH, encodeJson({ version: 1, org_id: 1, events: [assetCreated(41, [{ id: 1, value: "A" }, { id: 2, value: "B" }]), tagEvent(1, "A")] }));
+    const calls: Array<[string, number[]]> = [];
+    const store = new Proxy({} as ProjectionStore, {
+      get: (_, name) => async (_tx: unknown, rows: Array<{ tagId?: number }>) => {
+        if (name === "upsertTags" || name === "insertSnapshotTags") calls.push([name, rows.map((r) => r.tagId!)]);
+        return 0;
+      },
+    });
+    await batch.apply({} as never, store);
+    expect(calls).toEqual([
+      ["upsertTags", [1]],
+      ["insertSnapshotTags", [2]],
+    ]);
+  });
 });
