@@ -117,6 +117,16 @@ export const AssetPositionBatch = z.object({
 });
 export type AssetPositionBatch = z.infer<typeof AssetPositionBatch>;
 export const POSITION_BATCH_VERB = "positions";
+/**
+ * Bytes a TRACKING consumer takes per batch (ConsumerSpec.maxBatchBytes), and
+ * messages it pulls at once (pullMessages): a positions message carries up to
+ * POSITION_BATCH_MAX items (about 150 KB), so a batch of 500 messages, the
+ * count bound alone, was up to half a million positions, and a consumer that
+ * fell behind held a thousand such messages decoded: reporting reached 423 MB
+ * in the ingest benchmark. 4 MiB is still some 25,000 positions a transaction.
+ */
+export const TRACKING_CONSUMER_BATCH_BYTES = 4 * 1024 * 1024;
+export const TRACKING_CONSUMER_PULL = 32;
 
 /** A position message as per-asset events, whichever form it came in (`verb` from the subject or the item). */
 export function positionEventsOf(subject: string, json: unknown): Array<AssetPositionEvent & { verb: "moved" | "seen" }> | undefined {

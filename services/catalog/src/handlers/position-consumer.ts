@@ -12,6 +12,8 @@ import {
   positionEventsOf,
   runBatchConsumer,
   STREAMS,
+  TRACKING_CONSUMER_BATCH_BYTES,
+  TRACKING_CONSUMER_PULL,
   type AssetPositionEvent,
   type ConsumerSpec,
   type BatchSettlement,
@@ -33,6 +35,9 @@ export const POSITION_CONSUMER: ConsumerSpec = {
   ackWaitMs: 30_000,
   maxDeliver: 20,
   batchSize: 1000,
+  // A positions message carries up to a thousand positions: bounded by bytes too (memory).
+  maxBatchBytes: TRACKING_CONSUMER_BATCH_BYTES,
+  pullMessages: TRACKING_CONSUMER_PULL,
 };
 
 /** The unfiltered durable of earlier versions: nobody reads it, so it would hold every message forever. */
