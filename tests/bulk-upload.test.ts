@@ -166,6 +166,27 @@ describe("upload", () => {
     expect(await asset("AB-1")).toBeUndefined();
   });
 
+  it("duplicates are found across chunks of the file and reported on the later row, naming the earlier one", async () => {
+    // Rows are checked in chunks of BULK_CHUNK_ROWS: the repeats sit in later chunks than their first use.
+    const lines = ["external_key,name,tags"];
+    for (let i = 1; i <= BULK_CHUNK_ROWS * 2 + 10; i++) lines.push(`XC-${i},Asset ${i},rfid:XC-T${i}`);
+    const far = BULK_CHUNK_ROWS * 2 + 11;
+    lines.push(`XC-10,Key of row 10,rfid:XC-NEW1`); // row far: key of row 10
+    lines.push(`XC-NEW2,Tag of row 20,rfid:XC-T20`); // row far + 1: tag of row 20
+    lines.push(`XC-10,Key of row 10 again,rfid:XC-NEW3`); // row far + 2: still row 10's key (row far took nothing)
+    lines.push(`XC-NEW4,Tag of row far,rfid:XC-NEW1`); // row far + 3: the failed row far recorded no tags: free
+    lines.push(`XC-NEW5,Tag of this chunk,rfid:XC-NEW1`); // row far + 4: tag of row far + 3, same chunk
+    const job = await run(`${lines.join("\n")}\n`, { on_error: "skip" });
+    expect(job).toMatchObject({ status: "succeeded", rows_total: far + 4, created: far, failed_rows: 4 });
+    expect(job.errors.map((e: { row: number; field: string; message: string }) => [e.row, e.field, e.message])).toEqual([
+      [far, "external_key", "external_key 'XC-10' is also on row 10"],
+      [far + 1, "tags", "the tag rfid:XC-T20 is also on row 20"],
+      [far + 2, "external_key", "external_key 'XC-10' is also on row 10"],
+      [far + 4, "tags", `the tag rfid:XC-NEW1 is also on row ${far + 3}`],
+    ]);
+    expect((await asset("XC-NEW4")).tags.map((tag: { value: string }) => tag.value)).toEqual(["XC-NEW1"]);
+  });
+
   it("skip writes the good rows and lists the bad ones", async () => {
     const job = await run("external_key,name\nSK-1,One\nSK-2,\nSK-3,Three\n", { on_error: "skip" });
     expect(job).toMatchObject({ status: "succeeded", rows_total: 3, created: 2, failed_rows: 1 });
