@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { connectNats, createLogger, ensureStreams, repoRoot } from "@whereabouts/shared";
+import { connectNats, createLogger, ensureStreams, repoRoot, serviceNodeFlags } from "@whereabouts/shared";
 import { createTestDatabase, freePort, freePortIn, startTestNats, type TestNats } from "@whereabouts/shared/testing";
 import { BUNDLES, buildBundles } from "../build.ts";
 import { migrateAll } from "../migrate.ts";
@@ -153,7 +153,8 @@ export async function startPrivateStack(options: PrivateStackOptions): Promise<R
     const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.join(process.env.BENCH_CPU_PROF, name)}`] : [];
     // BENCH_NODE_OPTIONS="--trace-gc ...": extra node flags for every service (memory investigations).
     const extra = process.env.BENCH_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [];
-    const args = [`--title=whereabouts-${label}-${name}`, ...profile, ...extra, "--enable-source-maps", entry];
+    // BENCH_NODE_OPTIONS flags come after npm start's (serviceNodeFlags), so they win.
+    const args = [`--title=whereabouts-${label}-${name}`, ...profile, ...serviceNodeFlags(env), ...extra, entry];
     processes.set(name, spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] }));
   };
   const kill = async (name: StackProcess, signal: NodeJS.Signals = "SIGKILL") => {

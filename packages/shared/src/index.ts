@@ -39,6 +39,7 @@ export * from "./contracts/operation-queries.ts";
 export * from "./contracts/operations.ts";
 export * from "./dead-letter.ts";
 export * from "./uploads.ts";
+export * from "./node-flags.ts";
 export * from "./phase-timer.ts";
 export * from "./rules/instant.ts";
 export * from "./rules/external-key.ts";
