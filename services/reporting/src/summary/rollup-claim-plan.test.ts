@@ -1,0 +1,66 @@
+/**
+ * The roll-up transitions' claim walks the `at` index whatever the statistics
+ * say: the table analyzed with a few hundred rows left, then a backlog of
+ * 200,000 due rows. Left to the planner, that state read and sorted every due
+ * row for each batch. Checked with EXPLAIN on the claim the loop sends, under
+ * the settings it sets around it.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
+import { migrateAll } from "../../../../scripts/migrate.ts";
+import { CLAIM_DUE_TRANSITIONS, CLAIM_PLANNER_SETTINGS } from "./rollup-transitions.ts";
+
+let db: TestDatabase;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase("rollup_claim_plan");
+  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  const fill = (from: number, to: number) =>
+    pool.query(
+      `INSERT INTO reporting.location_rollup_transitions (org_id, asset_id, at, location_id, delta)
+       SELECT 1, g, now() - interval '1 hour' + g * interval '1 ms', 1, 1 FROM generate_series($1::int, $2::int) g`,
+      [from, to],
+    );
+  // Drained and analyzed with a few rows left spread over its pages, then a backlog.
+  await fill(1, 100_000);
+  await pool.query(`DELETE FROM reporting.location_rollup_transitions WHERE asset_id % 1000 <> 0`);
+  await pool.query(`VACUUM ANALYZE reporting.location_rollup_transitions`);
+  await fill(100_001, 300_000);
+}, 120_000);
+
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+interface PlanNode {
+  "Node Type": string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+
+async function explainClaim(withSettings: boolean): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    if (withSettings) for (const name of CLAIM_PLANNER_SETTINGS) await client.query(`SELECT set_config($1, 'off', true)`, [name]);
+    const result = await client.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${CLAIM_DUE_TRANSITIONS}`, [1000]);
+    return nodes(result.rows[0]!["QUERY PLAN"][0]!.Plan).map((n) => (n["Index Name"] ? `${n["Node Type"]}:${n["Index Name"]}` : n["Node Type"]));
+  } finally {
+    await client.query("ROLLBACK");
+    client.release();
+  }
+}
+
+describe("the roll-up transitions' claim", () => {
+  it("walks the `at` index on stale statistics, where the planner alone sorts every due row", async () => {
+    expect(await explainClaim(false)).toContain("Sort");
+    const walked = await explainClaim(true);
+    expect(walked).toContain("Index Scan:location_rollup_transitions_at_idx");
+    expect(walked.filter((n) => n === "Sort" || n === "Seq Scan" || n.startsWith("Bitmap"))).toEqual([]);
+  });
+});
