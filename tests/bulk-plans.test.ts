@@ -9,7 +9,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
+import { createTestDatabase, explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll } from "../scripts/migrate.ts";
 import { liveAssetsByKey, takenTags } from "../services/catalog/src/bulk/bulk-import.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
@@ -17,20 +17,7 @@ import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 let db: TestDatabase;
 let pool: pg.Pool;
 
-interface PlanNode {
-  "Node Type": string;
-  "Index Name"?: string;
-  "Index Cond"?: string;
-  "Join Filter"?: string;
-  "Relation Name"?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-
-async function explain(text: string, values: unknown[]): Promise<PlanNode[]> {
-  const result = await pool.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
-  return nodes(result.rows[0]!["QUERY PLAN"][0]!.Plan);
-}
+const explain = (text: string, values: unknown[]) => explainPlan(pool, text, values);
 
 /** A Db that EXPLAINs whatever statement it is sent, and keeps the plan. */
 function explaining(): { db: Db; plan: () => PlanNode[] } {
@@ -78,27 +65,22 @@ describe("bulk upload lookups on statistics older than the data", () => {
     expect(tagScans.some((n) => !(n["Index Cond"] ?? "").includes("value"))).toBe(true);
   });
 
-  it("looks each tag pair up through the live (org, type, value) index", async () => {
-    const spy = explaining();
-    await takenTags(spy.db, 1, pairs);
-    const tagScans = spy.plan().filter((n) => n["Relation Name"] === "tags");
-    expect(tagScans.length).toBeGreaterThan(0);
-    for (const scan of tagScans) {
-      expect(scan["Node Type"]).toMatch(/^Index( Only)? Scan$/);
-      expect(scan["Index Cond"]).toContain("value");
-    }
-    expect(spy.plan().some((n) => n["Node Type"] === "Seq Scan")).toBe(false);
-  });
-
-  it("looks each external key up through the (org, external_key) index", async () => {
-    const spy = explaining();
-    await liveAssetsByKey(spy.db, 1, keys);
-    const assetScans = spy.plan().filter((n) => n["Relation Name"] === "assets");
-    expect(assetScans.length).toBeGreaterThan(0);
-    for (const scan of assetScans) {
-      expect(scan["Node Type"]).toMatch(/^Index( Only)? Scan$/);
-      expect(scan["Index Cond"]).toContain("external_key");
-    }
-    expect(spy.plan().some((n) => n["Node Type"] === "Seq Scan")).toBe(false);
-  });
+  // Each lookup, with the table it reads and the column its index condition must name (per key or pair, not per organization).
+  const lookups = [
+    { name: "each tag pair through the live (org, type, value) index", table: "tags", column: "value", run: (d: Db) => takenTags(d, 1, pairs) },
+    { name: "each external key through the (org, external_key) index", table: "assets", column: "external_key", run: (d: Db) => liveAssetsByKey(d, 1, keys) },
+  ];
+  for (const lookup of lookups) {
+    it(`looks ${lookup.name}`, async () => {
+      const spy = explaining();
+      await lookup.run(spy.db);
+      const scans = spy.plan().filter((n) => n["Relation Name"] === lookup.table);
+      expect(scans.length).toBeGreaterThan(0);
+      for (const scan of scans) {
+        expect(scan["Node Type"]).toMatch(/^Index( Only)? Scan$/);
+        expect(scan["Index Cond"]).toContain(lookup.column);
+      }
+      expect(spy.plan().some((n) => n["Node Type"] === "Seq Scan")).toBe(false);
+    });
+  }
 });

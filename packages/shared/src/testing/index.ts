@@ -19,6 +19,7 @@ import { dropDatabase, ensureDatabase } from "../db.ts";
 import type { RpcRequest } from "../rpc.ts";
 
 export * from "./catalog-views.ts";
+export * from "./query-plans.ts";
 
 /**
  * A port nothing listens on, for a server a test starts later. Drawn at random

@@ -154,32 +154,30 @@ export class RowPlans {
   failedCount = 0;
   creates = 0;
 
-  private slot(row: number): number {
-    if (row >= this.state.length) {
-      let size = this.state.length;
-      while (size <= row) size *= 2;
-      const grown = new Int32Array(size);
-      grown.set(this.state);
-      this.state = grown;
-    }
-    return row;
+  private reach(row: number): void {
+    if (row < this.state.length) return;
+    let size = this.state.length;
+    while (size <= row) size *= 2;
+    const grown = new Int32Array(size);
+    grown.set(this.state);
+    this.state = grown;
   }
   fail(row: number): void {
-    const at = this.slot(row);
-    if (this.state[at] === RowPlans.FAILED) return;
-    if (this.state[at] === RowPlans.CREATE) this.creates--;
-    this.state[at] = RowPlans.FAILED;
+    this.reach(row);
+    if (this.state[row] === RowPlans.FAILED) return;
+    if (this.state[row] === RowPlans.CREATE) this.creates--;
+    this.state[row] = RowPlans.FAILED;
     this.failedCount++;
   }
   failed(row: number): boolean {
     return row < this.state.length && this.state[row] === RowPlans.FAILED;
   }
-  /** The row creates an asset, or updates `existingId` (asset ids are int4). */
+  /** The row creates an asset, or updates `existingId` (asset ids are int4); a failed row stays failed. */
   plan(row: number, existingId?: number): void {
-    const at = this.slot(row);
-    if (this.state[at] === RowPlans.FAILED) return;
-    if (existingId === undefined && this.state[at] !== RowPlans.CREATE) this.creates++;
-    this.state[at] = existingId ?? RowPlans.CREATE;
+    this.reach(row);
+    if (this.state[row] === RowPlans.FAILED) return;
+    if (existingId === undefined && this.state[row] !== RowPlans.CREATE) this.creates++;
+    this.state[row] = existingId ?? RowPlans.CREATE;
   }
   get(row: number): PlannedRow | undefined {
     const value = row < this.state.length ? this.state[row]! : 0;

@@ -7,7 +7,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
+import { createTestDatabase, explainPlan, type TestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll } from "../../../../scripts/migrate.ts";
 import { CLAIM_DUE_TRANSITIONS, CLAIM_PLANNER_SETTINGS } from "./rollup-transitions.ts";
 
@@ -36,24 +36,10 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface PlanNode {
-  "Node Type": string;
-  "Index Name"?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-
 async function explainClaim(withSettings: boolean): Promise<string[]> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    if (withSettings) for (const name of CLAIM_PLANNER_SETTINGS) await client.query(`SELECT set_config($1, 'off', true)`, [name]);
-    const result = await client.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${CLAIM_DUE_TRANSITIONS}`, [1000]);
-    return nodes(result.rows[0]!["QUERY PLAN"][0]!.Plan).map((n) => (n["Index Name"] ? `${n["Node Type"]}:${n["Index Name"]}` : n["Node Type"]));
-  } finally {
-    await client.query("ROLLBACK");
-    client.release();
-  }
+  const settings = withSettings ? Object.fromEntries(CLAIM_PLANNER_SETTINGS.map((name) => [name, "off"])) : {};
+  const plan = await explainPlan(pool, CLAIM_DUE_TRANSITIONS, [1000], settings);
+  return plan.map((n) => (n["Index Name"] ? `${n["Node Type"]}:${n["Index Name"]}` : n["Node Type"]));
 }
 
 describe("the roll-up transitions' claim", () => {

@@ -11,13 +11,6 @@ import { isLockConflict, startPeriodic, type Logger, type Worker } from "@wherea
 import { takeSwapLockShared, TX_OPTIONS, type ReportingDb } from "../reporting-db.ts";
 
 /**
- * One batch: claims up to `batchSize` due rows, oldest first, deletes them
- * and adds their deltas to the counters (in key order, as the triggers do).
- * Returns how many were applied. A short lock timeout: a projection batch that
- * already holds a counter row and then waits for a row claimed here would
- * otherwise deadlock with it; this side gives way and the next round retries.
- */
-/**
  * The claim: due rows oldest first, walked through the `at` index. `at` goes
  * out as text (a JS Date would drop its microseconds, and the key would no
  * longer match), so the order names the column (`t.at`): ordered by the
@@ -35,17 +28,22 @@ export const CLAIM_DUE_TRANSITIONS = `SELECT t.org_id, t.asset_id, t.at::text AS
  * batch, sorted on disk) where the walk takes 2 ms.
  */
 export const CLAIM_PLANNER_SETTINGS = ["enable_seqscan", "enable_bitmapscan", "enable_sort"] as const;
-const settingsTo = (value: "on" | "off") =>
-  `SELECT ${CLAIM_PLANNER_SETTINGS.map((name) => `set_config('${name}', '${value}', true)`).join(", ")}`;
+const settingsTo = (value: "on" | "off") => CLAIM_PLANNER_SETTINGS.map((name) => `set_config('${name}', '${value}', true)`).join(", ");
 
+/**
+ * One batch: claims up to `batchSize` due rows, oldest first, deletes them
+ * and adds their deltas to the counters (in key order, as the triggers do).
+ * Returns how many were applied. A short lock timeout: a projection batch that
+ * already holds a counter row and then waits for a row claimed here would
+ * otherwise deadlock with it; this side gives way and the next round retries.
+ */
 export async function applyDueTransitions(db: ReportingDb, batchSize: number): Promise<number> {
   return db.$transaction(async (tx) => {
     // The rebuild's swap renames the tables: no batch straddles it.
     await takeSwapLockShared(tx);
-    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '200ms'`);
-    await tx.$queryRawUnsafe(settingsTo("off"));
+    await tx.$queryRawUnsafe(`SELECT set_config('lock_timeout', '200ms', true), ${settingsTo("off")}`);
     const due = await tx.$queryRawUnsafe<Array<{ org_id: number; asset_id: number; at: string }>>(CLAIM_DUE_TRANSITIONS, batchSize);
-    await tx.$queryRawUnsafe(settingsTo("on"));
+    await tx.$queryRawUnsafe(`SELECT ${settingsTo("on")}`);
     if (!due.length) return 0;
     // A new statement: it reads the claimed rows as they are now (a move may
     // have carried one to another location just before it was claimed).

@@ -9,7 +9,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
+import { createTestDatabase, explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll } from "../../../../scripts/migrate.ts";
 
 let db: TestDatabase;
@@ -40,16 +40,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface PlanNode {
-  "Node Type": string;
-  "Index Name"?: string;
-  "Relation Name"?: string;
-  Alias?: string;
-  Plans?: PlanNode[];
-}
-
-const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-
 /** The function's statement, its parameters as $1/$2, explained with or without its planner settings. */
 async function explainScan(withSettings: boolean): Promise<PlanNode[]> {
   const { rows } = await pool.query<{ src: string; config: string[] | null }>(
@@ -59,22 +49,9 @@ async function explainScan(withSettings: boolean): Promise<PlanNode[]> {
   expect(rows).toHaveLength(1);
   const { src, config } = rows[0]!;
   const statement = src.replace(/\bsaturated\b/g, "$1::int[]").replace(/\bmax_rows\b/g, "$2::int");
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    if (withSettings) {
-      expect(config?.length).toBeGreaterThan(0);
-      for (const setting of config ?? []) {
-        const [name, value] = setting.split("=");
-        await client.query(`SELECT set_config($1, $2, true)`, [name, value]);
-      }
-    }
-    const result = await client.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${statement}`, [[], 400]);
-    return nodes(result.rows[0]!["QUERY PLAN"][0]!.Plan);
-  } finally {
-    await client.query("ROLLBACK");
-    client.release();
-  }
+  if (withSettings) expect(config?.length).toBeGreaterThan(0);
+  const settings = withSettings ? Object.fromEntries((config ?? []).map((setting) => setting.split("=") as [string, string])) : {};
+  return explainPlan(pool, statement, [[], 400], settings);
 }
 
 describe("the webhook claim's scan", () => {
