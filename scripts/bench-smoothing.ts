@@ -17,7 +17,7 @@ import { createTestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll } from "./migrate.ts";
 import { createTrackingClient, inTransaction, query } from "../services/tracking/src/db/tracking-db.ts";
 import { recordScans, type ScanRow } from "../services/tracking/src/scans/scan-store.ts";
-import { applySmoothing } from "../services/tracking/src/scans/smoothing.ts";
+import { createSmoother } from "../services/tracking/src/scans/smoothing.ts";
 
 const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, batches: { type: "string", default: "20" } } });
 const ASSETS = 20_000;
@@ -39,7 +39,8 @@ try {
   }
   await query(db, "ANALYZE tracking.positions");
 
-  async function run(windowS: number): Promise<{ total: number; decision: number }> {
+  const smoother = createSmoother();
+  async function run(windowS: number, locked = false): Promise<{ total: number; decision: number }> {
     await query(db, `UPDATE tracking.orgs SET smoothing_window_s = $2 WHERE id = $1`, [ORG, windowS]);
     let total = 0;
     let decision = 0;
@@ -47,11 +48,15 @@ try {
     for (let b = 0; b < batches; b++) {
       const rows = Array.from({ length: BATCH }, () => read(1 + Math.floor(Math.random() * ASSETS)));
       const started = performance.now();
-      await inTransaction(db, async (tx) => {
-        await applySmoothing(tx, rows);
-        decision += performance.now() - started;
-        await recordScans(tx, rows);
-      });
+      await smoother.record((lockedRead) =>
+        inTransaction(db, async (tx) => {
+          await smoother.apply(tx, rows, { locked: lockedRead || locked });
+          decision += performance.now() - started;
+          const recorded = await recordScans(tx, rows);
+          smoother.check(recorded);
+          return { recorded };
+        }),
+      );
       total += performance.now() - started;
     }
     const perRead = (ms: number) => (ms * 1000) / (batches * BATCH);
@@ -61,10 +66,12 @@ try {
   const f = (n: number) => n.toFixed(1);
   for (let r = 1; r <= Number(args.rounds); r++) {
     const off = await run(0);
-    const on = await run(60);
+    const locked = await run(60, true);
+    const remembered = await run(60);
     console.log(
-      `round ${r}: µs per read, transaction: off ${f(off.total)}, on ${f(on.total)} (${(on.total / off.total).toFixed(2)}x); ` +
-        `the smoothing decision: off ${f(off.decision)}, on ${f(on.decision)}`,
+      `round ${r}: µs per read, transaction: off ${f(off.total)}, on with positions read locked ${f(locked.total)} (${(off.total / locked.total).toFixed(2)}x the rate), ` +
+        `on with positions remembered ${f(remembered.total)} (${(off.total / remembered.total).toFixed(2)}x); ` +
+        `the smoothing decision: off ${f(off.decision)}, read locked ${f(locked.decision)}, remembered ${f(remembered.decision)}`,
     );
   }
 } finally {

@@ -31,7 +31,7 @@ import { verbOf, type PositionPublisher, type PositionVerb } from "./position-pu
 import { createScanMetrics, type ScanCounters } from "./scan-metrics.ts";
 import { parseScanMessage, type ParsedScan, type RefusedScan, type ScanMessage } from "./scan-parser.ts";
 import { claimKeys, currentPositions, recordScans, type PositionState, type ScanRow } from "./scan-store.ts";
-import { applySmoothing } from "./smoothing.ts";
+import { createSmoother } from "./smoothing.ts";
 import { eventIdOfKey, isHandheldSubject, recordOutcomes, type ScanOutcome } from "./scan-outcomes.ts";
 
 interface GoodScan {
@@ -69,6 +69,7 @@ export function createScanService(deps: {
 }) {
   const { db, js, logger } = deps;
   const metrics = createScanMetrics();
+  const smoother = createSmoother();
 
   async function dataPhase<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -194,7 +195,8 @@ export function createScanService(deps: {
     // Scans whose key an earlier delivery already claimed.
     let repeated: GoodScan[] = [];
     if (unique.length) {
-      ({ fresh, reads, changes, repeated } = await dataPhase(() =>
+      // `locked`: smoothing reads every position it decides on locked (see smoothing.ts).
+      const record = (locked: boolean) =>
         inTransaction(db, async (tx) => {
           const claimed = await claimKeys(
             tx,
@@ -207,12 +209,20 @@ export function createScanService(deps: {
             const { scan, locationId, assetIds } = good;
             if (!claimed.has(`${scan.orgId}|${scan.key}`)) return void repeated.push(good);
             fresh++;
-            for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, locationId, ord });
+            for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, locationId, ord, keep: true });
           });
-          await applySmoothing(tx, rows);
-          return { fresh, reads: rows.length, changes: await recordScans(tx, rows), repeated };
-        }),
-      ));
+          await smoother.apply(tx, rows, { locked });
+          const recorded = await recordScans(tx, rows);
+          smoother.check(recorded);
+          return { fresh, reads: rows.length, recorded, repeated };
+        });
+      const outcome = await dataPhase(() =>
+        smoother.record(record, (err) =>
+          logger.info({ detail: err.message }, "another writer changed positions smoothing had remembered; deciding on locked rows for a while"),
+        ),
+      );
+      ({ fresh, reads, repeated } = outcome);
+      changes = outcome.recorded.changes;
     }
 
     lap("commit_ms");

@@ -32,6 +32,26 @@ export interface ScanRow {
   ord: number;
   /** false: smoothing suppressed its history row (smoothing.ts); the position still advances. */
   keep?: boolean;
+  /** Smoothing decided on the asset's position with this scan_count (0: no position): checked when the row is locked. */
+  heldCount?: number;
+}
+
+/** An asset's position as smoothing needs it (smoothing.ts). */
+export interface HeldPosition {
+  locationId: number;
+  observedUs: number;
+  /** The newest history row's instant; undefined before the first. */
+  historyUs: number | undefined;
+  scanCount: number;
+}
+
+export interface RecordedScans {
+  /** The positions this batch changed. */
+  changes: PositionState[];
+  /** The positions of the assets smoothing decided on, as the batch left them. */
+  held: Array<{ orgId: number; assetId: number; position: HeldPosition }>;
+  /** Assets whose position another writer changed after smoothing read it: the batch must be rolled back. */
+  stale: number;
 }
 
 export interface PositionState {
@@ -63,11 +83,15 @@ export class TieOverflowError extends Error {
  * first scan of an asset at a microsecond in the batch is written with tie 0;
  * the rare others (a tie inside the batch, or with a stored row) take the next
  * free ties after what is stored, in ingestion order.
+ *
+ * For the assets smoothing decided on (`heldCount`), the positions as the
+ * batch left them are returned too, and how many had changed since smoothing
+ * read them (its scan_count assumption against the locked row).
  */
-export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionState[]> {
-  if (!rows.length) return [];
+export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScans> {
+  if (!rows.length) return { changes: [], held: [], stale: 0 };
   const result = await query<{
-    kind: "position" | "tie";
+    kind: "position" | "held" | "tie";
     org_id: number;
     asset_id: number;
     location_id: number;
@@ -76,23 +100,28 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
     prev_location_id: number | null;
     micros: string | null;
     ord: number | null;
+    observed_us: string | null;
+    history_us: string | null;
+    scan_count: number | null;
+    stale: boolean | null;
   }>(
     tx,
     // Named up front: pg_stat_activity shows only the first 1 kB of a statement.
     `/* scan batch: tracking.positions, tracking.history */
      WITH input AS (
        SELECT t.*, ${epochMicrosSql("t.observed_at")} AS micros
-         FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::bool[])
-              AS t(org_id, asset_id, observed_at, location_id, ord, keep)
+         FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::bool[], $7::int[])
+              AS t(org_id, asset_id, observed_at, location_id, ord, keep, held)
      ), ranked AS (
        SELECT i.*, row_number() OVER (PARTITION BY org_id, asset_id ORDER BY ord)::int AS rn,
               count(*) OVER (PARTITION BY org_id, asset_id)::int AS n,
               count(*) FILTER (WHERE keep) OVER (PARTITION BY org_id, asset_id)::int AS kept,
               max(observed_at) FILTER (WHERE keep) OVER (PARTITION BY org_id, asset_id) AS kept_at,
+              max(held) OVER (PARTITION BY org_id, asset_id) AS held_count,
               row_number() OVER (PARTITION BY org_id, asset_id, micros, keep ORDER BY ord)::int AS nth
          FROM input i
      ), newest AS (
-       SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, observed_at, location_id, rn, n, kept, kept_at
+       SELECT DISTINCT ON (org_id, asset_id) org_id, asset_id, observed_at, location_id, rn, n, kept, kept_at, held_count
          FROM ranked ORDER BY org_id, asset_id, observed_at DESC, ord DESC
      ), up AS (
        INSERT INTO tracking.positions AS p (org_id, asset_id, location_id, observed_at, seq, scan_count, prev_location_id,
@@ -106,7 +135,7 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
          scan_count = p.scan_count + excluded.scan_count,
          history_at = GREATEST(p.history_at, excluded.history_at),
          history_count = p.history_count + excluded.history_count
-       RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id
+       RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id, p.history_at
      ), history AS (
        INSERT INTO tracking.history (org_id, asset_id, observed_key, location_id)
        SELECT org_id, asset_id, micros * ${MAX_TIES}, location_id FROM ranked WHERE keep AND nth = 1
@@ -114,17 +143,21 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
        ON CONFLICT DO NOTHING
        RETURNING org_id, asset_id, observed_key
      )
-     SELECT 'position' AS kind, u.org_id, u.asset_id, u.location_id,
-            ${microsTimestampSql("u.observed_at")} AS observed_at, u.seq, u.prev_location_id,
-            NULL::text AS micros, NULL::int AS ord
+     SELECT CASE WHEN u.seq > u.scan_count - n.n THEN 'position' ELSE 'held' END AS kind, u.org_id, u.asset_id, u.location_id,
+            CASE WHEN u.seq > u.scan_count - n.n THEN ${microsTimestampSql("u.observed_at")} END AS observed_at, u.seq, u.prev_location_id,
+            NULL::text AS micros, NULL::int AS ord,
+            CASE WHEN n.held_count IS NOT NULL THEN ${epochMicrosSql("u.observed_at")}::text END AS observed_us,
+            CASE WHEN n.held_count IS NOT NULL THEN ${epochMicrosSql("u.history_at")}::text END AS history_us,
+            CASE WHEN n.held_count IS NOT NULL THEN u.scan_count END AS scan_count,
+            u.scan_count - n.n <> n.held_count AS stale
        FROM up u JOIN newest n ON n.org_id = u.org_id AND n.asset_id = u.asset_id
-      WHERE u.seq > u.scan_count - n.n
+      WHERE u.seq > u.scan_count - n.n OR n.held_count IS NOT NULL
      UNION ALL
-     SELECT 'tie', r.org_id, r.asset_id, r.location_id, NULL, NULL, NULL, r.micros::text, r.ord
+     SELECT 'tie', r.org_id, r.asset_id, r.location_id, NULL, NULL, NULL, r.micros::text, r.ord, NULL, NULL, NULL, NULL
        FROM ranked r
        LEFT JOIN history h ON h.org_id = r.org_id AND h.asset_id = r.asset_id AND h.observed_key = r.micros * ${MAX_TIES}
       WHERE r.keep AND (r.nth > 1 OR h.org_id IS NULL)`,
-    [...unnestColumns(rows, "orgId", "assetId", "observedAt", "locationId", "ord"), rows.map((r) => r.keep !== false)],
+    [...unnestColumns(rows, "orgId", "assetId", "observedAt", "locationId", "ord"), rows.map((r) => r.keep !== false), rows.map((r) => r.heldCount ?? null)],
   );
   const ties = result.filter((r) => r.kind === "tie");
   if (ties.length) {
@@ -133,16 +166,35 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<PositionStat
       ties.map((t) => ({ orgId: t.org_id, assetId: t.asset_id, micros: t.micros!, locationId: t.location_id, ord: t.ord! })),
     );
   }
-  return result
-    .filter((r) => r.kind === "position")
-    .map((r) => ({
+  const changes: PositionState[] = [];
+  const held: RecordedScans["held"] = [];
+  let stale = 0;
+  for (const r of result) {
+    if (r.kind === "tie") continue;
+    if (r.kind === "position") {
+      changes.push({
+        orgId: r.org_id,
+        assetId: r.asset_id,
+        locationId: r.location_id,
+        observedAt: r.observed_at!,
+        seq: r.seq!,
+        previousLocationId: r.prev_location_id,
+      });
+    }
+    if (r.scan_count === null) continue;
+    if (r.stale) stale++;
+    held.push({
       orgId: r.org_id,
       assetId: r.asset_id,
-      locationId: r.location_id,
-      observedAt: r.observed_at!,
-      seq: r.seq!,
-      previousLocationId: r.prev_location_id,
-    }));
+      position: {
+        locationId: r.location_id,
+        observedUs: Number(r.observed_us),
+        historyUs: r.history_us === null ? undefined : Number(r.history_us),
+        scanCount: r.scan_count,
+      },
+    });
+  }
+  return { changes, held, stale };
 }
 
 /** History rows for scans tied on (asset, microsecond) with another: the next free ties, in ingestion order. */

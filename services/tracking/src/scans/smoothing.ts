@@ -6,70 +6,200 @@
  * here runs and every scan writes its row, as the spec has it.
  *
  * Decided per batch, in observed order per asset, against the asset's
- * position row locked for the batch (so concurrent batches take turns, as
- * they do for the position upsert). A late read (older than the position)
- * always writes its row.
+ * position as it stood before the batch. A late read (older than the
+ * position) always writes its row.
+ *
+ * Where that position comes from: reading the batch's positions cost as much
+ * as the history rows smoothing saves (7 µs a read of 20 here;
+ * `npm run bench:smoothing`), so the smoother remembers the positions its own
+ * batches wrote and reads only the others, without a lock. Every decision
+ * names the position's `scan_count` it assumed (every write to a position
+ * raises it); the scan batch statement compares it with the row it locks and
+ * reports the assets another writer (a second tracking replica) changed
+ * meanwhile. Then the transaction is rolled back and decided again on locked
+ * rows, and for a while every batch reads its positions locked, as before.
  */
 import { epochMicrosSql, parseRfc3339 } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
-import type { ScanRow } from "./scan-store.ts";
+import type { HeldPosition, RecordedScans, ScanRow } from "./scan-store.ts";
 
-const microsOf = (instant: string): number => {
+/** Microseconds since the epoch; a scan row's instant is canonical (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), read without the general parser. */
+export function microsOf(instant: string): number {
+  if (instant.length === 27 && instant[19] === "." && instant[26] === "Z") {
+    const ms = Date.parse(`${instant.slice(0, 23)}Z`);
+    if (!Number.isNaN(ms)) return ms * 1000 + Number(instant.slice(23, 26));
+  }
   const parsed = parseRfc3339(instant)!;
   return parsed.ms * 1000 + parsed.micros;
-};
+}
 
-/** Marks the rows smoothing suppresses (`keep = false`); returns how many. */
-export async function applySmoothing(tx: Db, rows: ScanRow[]): Promise<number> {
-  if (!rows.length) return 0;
-  const orgIds = [...new Set(rows.map((r) => r.orgId))];
-  const windows = await query<{ id: number; smoothing_window_s: number }>(
-    tx,
-    `SELECT id, smoothing_window_s FROM tracking.orgs WHERE id = ANY ($1::int[]) AND smoothing_window_s > 0`,
-    [orgIds],
-  );
-  if (!windows.length) return 0;
-  const windowUs = new Map(windows.map((w) => [w.id, w.smoothing_window_s * 1_000_000]));
-  const byAsset = new Map<string, ScanRow[]>();
-  for (const row of rows) {
-    if (!windowUs.has(row.orgId)) continue;
-    const key = `${row.orgId}:${row.assetId}`;
-    const list = byAsset.get(key);
-    if (list) list.push(row);
-    else byAsset.set(key, [row]);
-  }
-  const assets = [...byAsset.values()].map((list) => list[0]!);
-  const states = await query<{ org_id: number; asset_id: number; location_id: number; observed_us: string; history_us: string | null }>(
-    tx,
-    `SELECT p.org_id, p.asset_id, p.location_id,
-            ${epochMicrosSql("p.observed_at")}::text AS observed_us,
-            ${epochMicrosSql("p.history_at")}::text AS history_us
-       FROM tracking.positions p
-       JOIN unnest($1::int[], $2::int[]) AS a(org_id, asset_id) ON p.org_id = a.org_id AND p.asset_id = a.asset_id
-      ORDER BY p.org_id, p.asset_id
-        FOR UPDATE OF p`,
-    [assets.map((a) => a.orgId), assets.map((a) => a.assetId)],
-  );
-  const stateOf = new Map(states.map((s) => [`${s.org_id}:${s.asset_id}`, s]));
-  let suppressed = 0;
-  for (const [key, list] of byAsset) {
-    const windowLength = windowUs.get(list[0]!.orgId)!;
-    const held = stateOf.get(key);
-    let location = held?.location_id;
-    let observed = held ? Number(held.observed_us) : -Infinity;
-    let anchor = held?.history_us ? Number(held.history_us) : undefined;
-    const ordered = list.map((row) => ({ row, us: microsOf(row.observedAt) })).sort((a, b) => a.us - b.us || a.row.ord - b.row.ord);
-    for (const { row, us } of ordered) {
-      if (us < observed) continue; // late: written, the position stays
-      if (row.locationId === location && anchor !== undefined && us < anchor + windowLength) {
-        row.keep = false;
-        suppressed++;
-      } else {
-        location = row.locationId;
-        anchor = us;
+/** Positions remembered (about 100 bytes each); past it, the smoother forgets them all and starts again. */
+export const SMOOTHING_MEMORY = 100_000;
+/** After a stale position, how long every batch decides on locked rows. */
+export const SMOOTHING_DISTRUST_MS = 60_000;
+
+/** The decisions assumed a position another writer changed: roll back and decide again, locked. */
+export class StalePositionsError extends Error {
+  override readonly name = "StalePositionsError";
+}
+
+/** Per organization, per asset (numbers, not joined strings: this runs for every read of a batch). */
+type ByAsset<T> = Map<number, Map<number, T>>;
+
+function entry<T>(map: ByAsset<T>, orgId: number): Map<number, T> {
+  let assets = map.get(orgId);
+  if (!assets) map.set(orgId, (assets = new Map()));
+  return assets;
+}
+
+export function createSmoother(options: { memory?: number; distrustMs?: number; now?: () => number } = {}) {
+  const memory = options.memory ?? SMOOTHING_MEMORY;
+  const distrustMs = options.distrustMs ?? SMOOTHING_DISTRUST_MS;
+  const now = options.now ?? Date.now;
+  const held: ByAsset<HeldPosition> = new Map();
+  let heldCount = 0;
+  let distrustedUntil = 0;
+
+  /** Marks the rows smoothing suppresses (`keep = false`) and the positions assumed (`heldCount`); returns how many were suppressed. */
+  async function apply(tx: Db, rows: ScanRow[], mode: { locked: boolean }): Promise<number> {
+    if (!rows.length) return 0;
+    const orgIds = [...new Set(rows.map((r) => r.orgId))];
+    const windows = await query<{ id: number; smoothing_window_s: number }>(
+      tx,
+      `SELECT id, smoothing_window_s FROM tracking.orgs WHERE id = ANY ($1::int[]) AND smoothing_window_s > 0`,
+      [orgIds],
+    );
+    const windowUs = new Map(windows.map((w) => [w.id, w.smoothing_window_s * 1_000_000]));
+    // Off, an organization's positions move without the smoother: what it remembers of them would be stale.
+    for (const orgId of orgIds) if (!windowUs.has(orgId)) forget(orgId);
+    if (!windows.length) return 0;
+    // Per asset: its reads, and its position before the batch (remembered, or read below).
+    const trusted = !mode.locked;
+    const byAsset: ByAsset<{ rows: ScanRow[]; position: HeldPosition | undefined }> = new Map();
+    const unknown: { orgIds: number[]; assetIds: number[] } = { orgIds: [], assetIds: [] };
+    for (const row of rows) {
+      if (!windowUs.has(row.orgId)) continue;
+      const assets = entry(byAsset, row.orgId);
+      const asset = assets.get(row.assetId);
+      if (asset) {
+        asset.rows.push(row);
+        continue;
       }
-      observed = us;
+      const position = trusted ? held.get(row.orgId)?.get(row.assetId) : undefined;
+      assets.set(row.assetId, { rows: [row], position });
+      if (!position) {
+        unknown.orgIds.push(row.orgId);
+        unknown.assetIds.push(row.assetId);
+      }
+    }
+    if (unknown.orgIds.length) {
+      // Locked, no other writer can change them before the batch's upsert; unlocked, the upsert checks scan_count.
+      const read = await query<{ org_id: number; asset_id: number; location_id: number; observed_us: string; history_us: string | null; scan_count: number }>(
+        tx,
+        `SELECT p.org_id, p.asset_id, p.location_id, p.scan_count,
+                ${epochMicrosSql("p.observed_at")}::text AS observed_us,
+                ${epochMicrosSql("p.history_at")}::text AS history_us
+           FROM tracking.positions p
+           JOIN unnest($1::int[], $2::int[]) AS a(org_id, asset_id) ON p.org_id = a.org_id AND p.asset_id = a.asset_id
+          ORDER BY p.org_id, p.asset_id
+          ${trusted ? "" : "FOR UPDATE OF p"}`,
+        [unknown.orgIds, unknown.assetIds],
+      );
+      for (const s of read) {
+        byAsset.get(s.org_id)!.get(s.asset_id)!.position = {
+          locationId: s.location_id,
+          observedUs: Number(s.observed_us),
+          historyUs: s.history_us === null ? undefined : Number(s.history_us),
+          scanCount: s.scan_count,
+        };
+      }
+    }
+    // The reads of one scan share their instant: parsed once.
+    const instants = new Map<string, number>();
+    const microsOfRow = (row: ScanRow) => {
+      let us = instants.get(row.observedAt);
+      if (us === undefined) instants.set(row.observedAt, (us = microsOf(row.observedAt)));
+      return us;
+    };
+    let suppressed = 0;
+    for (const [orgId, assets] of byAsset) {
+      const windowLength = windowUs.get(orgId)!;
+      for (const { rows: list, position } of assets.values()) {
+        let location = position?.locationId;
+        let observed = position ? position.observedUs : -Infinity;
+        let anchor = position?.historyUs;
+        const heldCount = position?.scanCount ?? 0;
+        if (list.length > 1) list.sort((a, b) => microsOfRow(a) - microsOfRow(b) || a.ord - b.ord);
+        for (const row of list) {
+          const us = list.length > 1 ? microsOfRow(row) : microsOf(row.observedAt);
+          row.heldCount = heldCount;
+          if (us < observed) continue; // late: written, the position stays
+          if (row.locationId === location && anchor !== undefined && us < anchor + windowLength) {
+            row.keep = false;
+            suppressed++;
+          } else {
+            location = row.locationId;
+            anchor = us;
+          }
+          observed = us;
+        }
+      }
+    }
+    return suppressed;
+  }
+
+  /** The positions a committed batch left (scan-store's recordScans reports them). Past `memory`, it starts afresh. */
+  function remember(positions: Array<{ orgId: number; assetId: number; position: HeldPosition }>): void {
+    for (const { orgId, assetId, position } of positions) {
+      const assets = entry(held, orgId);
+      if (!assets.has(assetId)) heldCount++;
+      assets.set(assetId, position);
+    }
+    if (heldCount > memory) {
+      held.clear();
+      heldCount = 0;
     }
   }
-  return suppressed;
+
+  function forget(orgId: number): void {
+    const assets = held.get(orgId);
+    if (!assets) return;
+    heldCount -= assets.size;
+    held.delete(orgId);
+  }
+
+  /** Another writer changed positions: forget them all and decide on locked rows for a while. */
+  function distrust(): void {
+    held.clear();
+    heldCount = 0;
+    distrustedUntil = now() + distrustMs;
+  }
+
+  /**
+   * Runs a scan batch's transaction (`attempt`: apply, recordScans, check, in
+   * one transaction), decided on remembered positions; when the check finds
+   * one another writer changed, again on locked rows. Remembers what the
+   * committed batch left.
+   */
+  async function record<T extends { recorded: RecordedScans }>(attempt: (locked: boolean) => Promise<T>, onStale?: (err: StalePositionsError) => void): Promise<T> {
+    let result: T;
+    try {
+      result = await attempt(now() < distrustedUntil);
+    } catch (err) {
+      if (!(err instanceof StalePositionsError)) throw err;
+      onStale?.(err);
+      distrust();
+      result = await attempt(true);
+    }
+    remember(result.recorded.held);
+    return result;
+  }
+
+  /** Inside the transaction, after recordScans: throws (so rolls back) when a decision assumed a position that had changed. */
+  function check(recorded: RecordedScans): void {
+    if (recorded.stale) throw new StalePositionsError(`${recorded.stale} positions changed after smoothing read them`);
+  }
+
+  return { apply, check, record, remembered: () => heldCount };
 }
+export type Smoother = ReturnType<typeof createSmoother>;
