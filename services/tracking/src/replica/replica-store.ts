@@ -157,6 +157,11 @@ export async function applyReplicaChanges(tx: Db, changes: ReplicaChanges): Prom
       [JSON.stringify(rows)],
     );
   }
+  const resolving = new Set([...changes.assets, ...changes.tags, ...changes.embeddedTags].map((row) => row.org_id));
+  if (resolving.size) {
+    // What scan ingestion remembers of these organizations' tags is no longer good (tag-resolver.ts).
+    await execute(tx, `UPDATE tracking.orgs SET replica_version = (random() * 9e15)::bigint WHERE id = ANY ($1::int[])`, [[...resolving]]);
+  }
   if (changes.streamSeq > 0) await recordOffset(tx, CATALOG_OFFSET, changes.streamSeq);
 }
 
@@ -178,10 +183,22 @@ export async function readOffset(db: Db, name: string): Promise<number> {
 
 /* ------------------------------------------------------------ resolution */
 
-export async function knownOrgs(db: Db, orgIds: number[]): Promise<Set<number>> {
-  if (!orgIds.length) return new Set();
-  const rows = await query<{ id: number }>(db, `SELECT id FROM tracking.orgs WHERE id = ANY($1::int[])`, [orgIds]);
-  return new Set(rows.map((r) => r.id));
+/** The organizations tracking knows, with their replica tokens (tag-resolver.ts), at the database's time. */
+export interface KnownOrgs {
+  versions: Map<number, string>;
+  /** The database's clock (epoch ms) when read: resolutions remembered until an instant are checked against it. */
+  nowMs: number;
+}
+
+export async function knownOrgs(db: Db, orgIds: number[]): Promise<KnownOrgs> {
+  if (!orgIds.length) return { versions: new Map(), nowMs: 0 };
+  const rows = await query<{ id: number; version: string; now_ms: number }>(
+    db,
+    `SELECT id, replica_version::text AS version, (extract(epoch FROM now()) * 1000)::float8 AS now_ms
+       FROM tracking.orgs WHERE id = ANY($1::int[])`,
+    [orgIds],
+  );
+  return { versions: new Map(rows.map((r) => [r.id, r.version])), nowMs: rows[0]?.now_ms ?? 0 };
 }
 
 export interface LocationRef {
@@ -256,23 +273,36 @@ export interface TagRef {
   value: string;
 }
 
+/** What a tag reference resolves to, and until when (epoch ms; null: until the replica changes). */
+export interface TagResolution {
+  assetId: number | null;
+  untilMs: number | null;
+}
+
 /**
  * The asset each (tag_type, value) resolves to now (null when none): through
  * the live tag with that pair, attached to a live asset, active and currently
- * effective. A tag attached to a location resolves to nothing.
+ * effective. A tag attached to a location resolves to nothing. With it, the
+ * next instant that answer can change without a catalog event: the chosen
+ * tag's expiry, or the start of a candidate tag not yet in effect.
  */
-export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<Array<number | null>> {
+export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<TagResolution[]> {
   if (!refs.length) return [];
   // The owner's liveness is a scalar subquery per row: always a primary-key
   // probe, whatever the planner believes about the replica's size.
-  const rows = await query<{ i: bigint; asset_id: number | null }>(
+  const rows = await query<{ i: bigint; asset_id: number | null; until_ms: number | null }>(
     db,
     `SELECT r.i,
             CASE WHEN (SELECT a.deleted_at IS NULL FROM tracking.assets a WHERE a.org_id = r.org_id AND a.id = t.owner_id)
-                 THEN t.owner_id END AS asset_id
+                 THEN t.owner_id END AS asset_id,
+            (extract(epoch FROM LEAST(t.valid_to, (
+               SELECT min(n.valid_from) FROM tracking.tags n
+                WHERE n.org_id = r.org_id AND n.tag_type = r.tag_type AND n.value = r.tag_value
+                  AND n.owner_type = 'asset' AND n.deleted_at IS NULL AND n.is_active AND n.valid_from > now()
+            ))) * 1000)::float8 AS until_ms
        FROM unnest($1::int[], $2::text[], $3::text[]) WITH ORDINALITY AS r(org_id, tag_type, tag_value, i)
        LEFT JOIN LATERAL (
-         SELECT t.owner_id FROM tracking.tags t
+         SELECT t.owner_id, t.valid_to FROM tracking.tags t
           WHERE t.org_id = r.org_id AND t.tag_type = r.tag_type AND t.value = r.tag_value
             AND t.owner_type = 'asset' AND t.deleted_at IS NULL AND t.is_active
             AND ${effectiveSql("t")}
@@ -280,8 +310,8 @@ export async function resolveAssetTags(db: Db, refs: TagRef[]): Promise<Array<nu
        ) t ON true`,
     unnestColumns(refs, "orgId", "tagType", "value"),
   );
-  const out: Array<number | null> = new Array(refs.length).fill(null);
-  for (const row of rows) out[Number(row.i) - 1] = row.asset_id;
+  const out: TagResolution[] = new Array(refs.length);
+  for (const row of rows) out[Number(row.i) - 1] = { assetId: row.asset_id, untilMs: row.until_ms };
   return out;
 }
 

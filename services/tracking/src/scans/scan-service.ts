@@ -3,7 +3,8 @@
  *   1. parse every message (subject, JSON, schema) — refusals are dead-lettered;
  *   2. catch the catalog replica up to the CATALOG stream's current position
  *      ("catalog writes come first");
- *   3. resolve organizations, locations and tags against the replica;
+ *   3. resolve organizations, locations and tags against the replica (tags
+ *      from memory while the replica has not changed them: tag-resolver.ts);
  *   4. in one transaction: claim the idempotency keys, then write history rows
  *      and move positions (only the scans whose key was new);
  *   5. after commit: dead letters and position events, awaited;
@@ -21,11 +22,11 @@ import { DataPhaseError, runIsolated } from "../db/batch-isolation.ts";
 import { inTransaction, type TrackingClient } from "../db/tracking-db.ts";
 import {
   knownOrgs,
-  resolveAssetTags,
   resolveLocations,
   type LocationRef,
   type TagRef,
 } from "../replica/replica-store.ts";
+import { createTagResolver } from "../replica/tag-resolver.ts";
 import { deadLetter } from "./dead-letter.ts";
 import { verbOf, type PositionPublisher, type PositionVerb } from "./position-publisher.ts";
 import { createScanMetrics, type ScanCounters } from "./scan-metrics.ts";
@@ -70,6 +71,7 @@ export function createScanService(deps: {
   const { db, js, logger } = deps;
   const metrics = createScanMetrics();
   const smoother = createSmoother();
+  const tags = createTagResolver();
 
   async function dataPhase<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -105,7 +107,7 @@ export function createScanService(deps: {
       await dataPhase(async () => {
         const orgs = await knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]);
         parsed = parsed.filter(({ msg, scan }) => {
-          if (orgs.has(scan.orgId)) return true;
+          if (orgs.versions.has(scan.orgId)) return true;
           refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
           return false;
         });
@@ -137,7 +139,7 @@ export function createScanService(deps: {
             }
           }
         }
-        const [locations, assets] = await Promise.all([resolveLocations(db, locationRefs), resolveAssetTags(db, tagRefs)]);
+        const [locations, assets] = await Promise.all([resolveLocations(db, locationRefs), tags.resolve(db, tagRefs, orgs)]);
 
         for (const { msg, scan } of parsed) {
           const locationId = locations[locationIndex.get(locationRefKey(scan.orgId, scan.location))!];
