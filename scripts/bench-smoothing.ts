@@ -32,7 +32,10 @@ try {
   let clock = Date.parse("2026-11-27T08:00:00Z");
   let ord = 0;
   const placeOf = (assetId: number) => 1 + (assetId % 100);
-  const read = (assetId: number): ScanRow => ({ orgId: ORG, assetId, observedAt: new Date(clock++).toISOString(), locationId: placeOf(assetId), ord: ord++ });
+  const read = (assetId: number): ScanRow => {
+    const ms = clock++;
+    return { orgId: ORG, assetId, observedAt: new Date(ms).toISOString(), observedUs: ms * 1000, locationId: placeOf(assetId), ord: ord++, keep: true };
+  };
   for (let first = 1; first <= ASSETS; first += BATCH) {
     const rows = Array.from({ length: BATCH }, (_, i) => read(first + i));
     await inTransaction(db, (tx) => recordScans(tx, rows));
@@ -50,7 +53,7 @@ try {
       const started = performance.now();
       await smoother.record((lockedRead) =>
         inTransaction(db, async (tx) => {
-          await smoother.apply(tx, rows, { locked: lockedRead || locked });
+          await smoother.apply(tx, rows, { locked: lockedRead || locked, windows: new Map([[ORG, windowS]]) });
           decision += performance.now() - started;
           const recorded = await recordScans(tx, rows);
           smoother.check(recorded);

@@ -183,22 +183,28 @@ export async function readOffset(db: Db, name: string): Promise<number> {
 
 /* ------------------------------------------------------------ resolution */
 
-/** The organizations tracking knows, with their replica tokens (tag-resolver.ts), at the database's time. */
+/** The organizations tracking knows, with their replica tokens (tag-resolver.ts) and smoothing windows, at the database's time. */
 export interface KnownOrgs {
   versions: Map<number, string>;
+  /** `smoothing_window_s` per organization (0: off). */
+  windows: Map<number, number>;
   /** The database's clock (epoch ms) when read: resolutions remembered until an instant are checked against it. */
   nowMs: number;
 }
 
 export async function knownOrgs(db: Db, orgIds: number[]): Promise<KnownOrgs> {
-  if (!orgIds.length) return { versions: new Map(), nowMs: 0 };
-  const rows = await query<{ id: number; version: string; now_ms: number }>(
+  if (!orgIds.length) return { versions: new Map(), windows: new Map(), nowMs: 0 };
+  const rows = await query<{ id: number; version: string; smoothing_window_s: number; now_ms: number }>(
     db,
-    `SELECT id, replica_version::text AS version, (extract(epoch FROM now()) * 1000)::float8 AS now_ms
+    `SELECT id, replica_version::text AS version, smoothing_window_s, (extract(epoch FROM now()) * 1000)::float8 AS now_ms
        FROM tracking.orgs WHERE id = ANY($1::int[])`,
     [orgIds],
   );
-  return { versions: new Map(rows.map((r) => [r.id, r.version])), nowMs: rows[0]?.now_ms ?? 0 };
+  return {
+    versions: new Map(rows.map((r) => [r.id, r.version])),
+    windows: new Map(rows.map((r) => [r.id, r.smoothing_window_s])),
+    nowMs: rows[0]?.now_ms ?? 0,
+  };
 }
 
 export interface LocationRef {

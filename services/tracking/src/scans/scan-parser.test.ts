@@ -58,6 +58,7 @@ describe("parseScanMessage", () => {
       orgId: 12,
       key: "e:E1",
       observedAt: "2026-11-20T10:15:00.250000Z",
+      observedUs: Date.parse("2026-11-20T10:15:00.250Z") * 1000,
       location: { external_key: "DOCK-1" },
       tags: good.tags,
     });

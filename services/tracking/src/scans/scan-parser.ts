@@ -35,6 +35,8 @@ export interface ParsedScan {
   key: string;
   /** UTC, truncated to microseconds: `YYYY-MM-DDTHH:MM:SS.ffffffZ`. */
   observedAt: string;
+  /** The same instant in microseconds since the epoch (smoothing's arithmetic). */
+  observedUs: number;
   location: ScanLocation | ScanPointRef;
   tags: ScanTag[];
 }
@@ -86,11 +88,13 @@ export function parseScanMessage(msg: ScanMessage): ScanParse {
     return refuse("invalid_schema", detail);
   }
   const event = parsed.data;
+  const observed = parseRfc3339(event.observed_at)!;
   return {
     kind: "scan",
     orgId,
     key: event.event_id !== undefined ? `e:${event.event_id}` : `s:${msg.seq}:${msg.timestampNanos}`,
-    observedAt: formatMicros(parseRfc3339(event.observed_at)!),
+    observedAt: formatMicros(observed),
+    observedUs: observed.ms * 1000 + observed.micros,
     location: event.location ?? { scan_point: { source: tokens[2]!, antenna: event.antenna ?? null } },
     tags: event.tags,
   };

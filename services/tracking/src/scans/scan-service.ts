@@ -23,6 +23,7 @@ import { inTransaction, type TrackingClient } from "../db/tracking-db.ts";
 import {
   knownOrgs,
   resolveLocations,
+  type KnownOrgs,
   type LocationRef,
   type TagRef,
 } from "../replica/replica-store.ts";
@@ -100,12 +101,14 @@ export function createScanService(deps: {
 
     const good: GoodScan[] = [];
     let unresolvedTags = 0;
+    // Read after the catch-up: every catalog write (settings included) published before the batch's scans is in it.
+    let orgs: KnownOrgs = { versions: new Map(), windows: new Map(), nowMs: 0 };
     lap("parse_ms");
     if (parsed.length) {
       await deps.catchUp();
       lap("catch_up_ms");
       await dataPhase(async () => {
-        const orgs = await knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]);
+        orgs = await knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]);
         parsed = parsed.filter(({ msg, scan }) => {
           if (orgs.versions.has(scan.orgId)) return true;
           refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
@@ -211,9 +214,9 @@ export function createScanService(deps: {
             const { scan, locationId, assetIds } = good;
             if (!claimed.has(`${scan.orgId}|${scan.key}`)) return void repeated.push(good);
             fresh++;
-            for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, locationId, ord, keep: true });
+            for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, observedUs: scan.observedUs, locationId, ord, keep: true });
           });
-          await smoother.apply(tx, rows, { locked });
+          await smoother.apply(tx, rows, { locked, windows: orgs.windows });
           const recorded = await recordScans(tx, rows);
           smoother.check(recorded);
           return { fresh, reads: rows.length, recorded, repeated };

@@ -27,6 +27,8 @@ export interface ScanRow {
   assetId: number;
   /** UTC with microseconds. */
   observedAt: string;
+  /** The same instant, microseconds since the epoch. */
+  observedUs: number;
   locationId: number;
   /** Ingestion order within the batch. */
   ord: number;
@@ -36,20 +38,9 @@ export interface ScanRow {
   heldCount?: number;
 }
 
-/** An asset's position as smoothing needs it (smoothing.ts). */
-export interface HeldPosition {
-  locationId: number;
-  observedUs: number;
-  /** The newest history row's instant; undefined before the first. */
-  historyUs: number | undefined;
-  scanCount: number;
-}
-
 export interface RecordedScans {
   /** The positions this batch changed. */
   changes: PositionState[];
-  /** The positions of the assets smoothing decided on, as the batch left them. */
-  held: Array<{ orgId: number; assetId: number; position: HeldPosition }>;
   /** Assets whose position another writer changed after smoothing read it: the batch must be rolled back. */
   stale: number;
 }
@@ -84,14 +75,14 @@ export class TieOverflowError extends Error {
  * the rare others (a tie inside the batch, or with a stored row) take the next
  * free ties after what is stored, in ingestion order.
  *
- * For the assets smoothing decided on (`heldCount`), the positions as the
- * batch left them are returned too, and how many had changed since smoothing
- * read them (its scan_count assumption against the locked row).
+ * For the assets smoothing decided on (`heldCount`), it counts those whose
+ * position had changed since smoothing knew it (its scan_count assumption
+ * against the locked row).
  */
 export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScans> {
-  if (!rows.length) return { changes: [], held: [], stale: 0 };
+  if (!rows.length) return { changes: [], stale: 0 };
   const result = await query<{
-    kind: "position" | "held" | "tie";
+    kind: "position" | "unchanged" | "tie";
     org_id: number;
     asset_id: number;
     location_id: number;
@@ -100,9 +91,7 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScan
     prev_location_id: number | null;
     micros: string | null;
     ord: number | null;
-    observed_us: string | null;
-    history_us: string | null;
-    scan_count: number | null;
+    /** Smoothing's assumption about this asset's position was wrong (see above). */
     stale: boolean | null;
   }>(
     tx,
@@ -135,7 +124,7 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScan
          scan_count = p.scan_count + excluded.scan_count,
          history_at = GREATEST(p.history_at, excluded.history_at),
          history_count = p.history_count + excluded.history_count
-       RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id, p.history_at
+       RETURNING p.org_id, p.asset_id, p.location_id, p.observed_at, p.seq, p.scan_count, p.prev_location_id
      ), history AS (
        INSERT INTO tracking.history (org_id, asset_id, observed_key, location_id)
        SELECT org_id, asset_id, micros * ${MAX_TIES}, location_id FROM ranked WHERE keep AND nth = 1
@@ -143,17 +132,13 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScan
        ON CONFLICT DO NOTHING
        RETURNING org_id, asset_id, observed_key
      )
-     SELECT CASE WHEN u.seq > u.scan_count - n.n THEN 'position' ELSE 'held' END AS kind, u.org_id, u.asset_id, u.location_id,
-            CASE WHEN u.seq > u.scan_count - n.n THEN ${microsTimestampSql("u.observed_at")} END AS observed_at, u.seq, u.prev_location_id,
-            NULL::text AS micros, NULL::int AS ord,
-            CASE WHEN n.held_count IS NOT NULL THEN ${epochMicrosSql("u.observed_at")}::text END AS observed_us,
-            CASE WHEN n.held_count IS NOT NULL THEN ${epochMicrosSql("u.history_at")}::text END AS history_us,
-            CASE WHEN n.held_count IS NOT NULL THEN u.scan_count END AS scan_count,
-            u.scan_count - n.n <> n.held_count AS stale
+     SELECT CASE WHEN u.seq > u.scan_count - n.n THEN 'position' ELSE 'unchanged' END AS kind, u.org_id, u.asset_id, u.location_id,
+            ${microsTimestampSql("u.observed_at")} AS observed_at, u.seq, u.prev_location_id,
+            NULL::text AS micros, NULL::int AS ord, u.scan_count - n.n <> n.held_count AS stale
        FROM up u JOIN newest n ON n.org_id = u.org_id AND n.asset_id = u.asset_id
-      WHERE u.seq > u.scan_count - n.n OR n.held_count IS NOT NULL
+      WHERE u.seq > u.scan_count - n.n OR u.scan_count - n.n <> n.held_count
      UNION ALL
-     SELECT 'tie', r.org_id, r.asset_id, r.location_id, NULL, NULL, NULL, r.micros::text, r.ord, NULL, NULL, NULL, NULL
+     SELECT 'tie', r.org_id, r.asset_id, r.location_id, NULL, NULL, NULL, r.micros::text, r.ord, NULL
        FROM ranked r
        LEFT JOIN history h ON h.org_id = r.org_id AND h.asset_id = r.asset_id AND h.observed_key = r.micros * ${MAX_TIES}
       WHERE r.keep AND (r.nth > 1 OR h.org_id IS NULL)`,
@@ -167,10 +152,9 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScan
     );
   }
   const changes: PositionState[] = [];
-  const held: RecordedScans["held"] = [];
   let stale = 0;
   for (const r of result) {
-    if (r.kind === "tie") continue;
+    if (r.stale) stale++;
     if (r.kind === "position") {
       changes.push({
         orgId: r.org_id,
@@ -181,20 +165,8 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScan
         previousLocationId: r.prev_location_id,
       });
     }
-    if (r.scan_count === null) continue;
-    if (r.stale) stale++;
-    held.push({
-      orgId: r.org_id,
-      assetId: r.asset_id,
-      position: {
-        locationId: r.location_id,
-        observedUs: Number(r.observed_us),
-        historyUs: r.history_us === null ? undefined : Number(r.history_us),
-        scanCount: r.scan_count,
-      },
-    });
   }
-  return { changes, held, stale };
+  return { changes, stale };
 }
 
 /** History rows for scans tied on (asset, microsecond) with another: the next free ties, in ingestion order. */

@@ -9,7 +9,8 @@ import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testi
 import { migrateAll } from "../../../../scripts/migrate.ts";
 import { createTrackingClient, inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
 import { recordScans, type ScanRow } from "./scan-store.ts";
-import { createSmoother, microsOf, type Smoother } from "./smoothing.ts";
+import { epochMicros } from "@whereabouts/shared";
+import { createSmoother, type Smoother } from "./smoothing.ts";
 
 let database: TestDatabase;
 let db: TrackingClient;
@@ -33,14 +34,31 @@ afterAll(async () => {
 let ord = 0;
 type Read = [assetId: number, seconds: number, locationId: number];
 
+const row = (orgId: number, [assetId, seconds, locationId]: Read): ScanRow => ({
+  orgId,
+  assetId,
+  observedAt: at(seconds),
+  observedUs: epochMicros(at(seconds)),
+  locationId,
+  ord: ord++,
+  keep: true,
+});
+
+/** The organizations' windows, as a scan batch reads them with the organizations. */
+async function windows(): Promise<Map<number, number>> {
+  const rows = await query<{ id: number; smoothing_window_s: number }>(db, `SELECT id, smoothing_window_s FROM tracking.orgs`);
+  return new Map(rows.map((r) => [r.id, r.smoothing_window_s]));
+}
+
 /** One scan batch as the scan service commits it; returns whether each attempt read its positions locked. */
 async function batch(smoother: Smoother, reads: Read[], orgId = SMOOTHED): Promise<boolean[]> {
   const attempts: boolean[] = [];
+  const known = await windows();
   await smoother.record((locked) =>
     inTransaction(db, async (tx) => {
       attempts.push(locked);
-      const rows: ScanRow[] = reads.map(([assetId, seconds, locationId]) => ({ orgId, assetId, observedAt: at(seconds), locationId, ord: ord++, keep: true }));
-      await smoother.apply(tx, rows, { locked });
+      const rows = reads.map((read) => row(orgId, read));
+      await smoother.apply(tx, rows, { locked, windows: known });
       const recorded = await recordScans(tx, rows);
       smoother.check(recorded);
       return { recorded };
@@ -63,12 +81,6 @@ const PLAN: Array<[number, number]> = [[0, 1], [30, 1], [59.999, 1], [60, 1], [9
 const KEPT: Array<[number, number]> = [[0, 1], [60, 1], [100, 2], [110, 1]];
 
 describe("smoothing decisions", () => {
-  it("reads the canonical instant of a scan row as the general parser does", () => {
-    expect(microsOf("2026-11-20T10:00:59.999123Z")).toBe(base * 1000 + 59_999_123);
-    expect(microsOf("1969-12-31T23:59:59.999500Z")).toBe(-500);
-    expect(microsOf("2026-11-20T10:00:00Z")).toBe(base * 1000);
-  });
-
   it("on remembered positions, batch after batch, are the window's rules", async () => {
     const smoother = createSmoother();
     const attempts: boolean[][] = [];
@@ -91,6 +103,39 @@ describe("smoothing decisions", () => {
     for (const [seconds, location] of PLAN) await batch(smoother, [[103, seconds, location]], UNSMOOTHED);
     expect(await history(103, UNSMOOTHED)).toEqual(PLAN);
     expect(smoother.remembered()).toBe(0);
+  });
+
+  it("remember each position as the scan batch statement leaves it: late reads, ties, several reads of an asset", async () => {
+    const smoother = createSmoother();
+    const stored = async (assetId: number) => {
+      const [p] = await query<{ location_id: number; observed_us: string; history_us: string | null; scan_count: number }>(
+        db,
+        `SELECT location_id, (extract(epoch FROM observed_at) * 1000000)::bigint::text AS observed_us,
+                (extract(epoch FROM history_at) * 1000000)::bigint::text AS history_us, scan_count
+           FROM tracking.positions WHERE org_id = $1 AND asset_id = $2`,
+        [SMOOTHED, assetId],
+      );
+      return { locationId: p!.location_id, observedUs: Number(p!.observed_us), historyUs: p!.history_us === null ? undefined : Number(p!.history_us), scanCount: p!.scan_count };
+    };
+    const batches: Read[][] = [
+      [[107, 100, 1], [108, 100, 1], [109, 200, 1]],
+      // A repeat inside the window (no row): the position moves on, the last row stays at 200.
+      [[109, 210, 1]],
+      // Then a late read (older than the position, newer than the last row): a row, and the newest row.
+      [[109, 205, 2]],
+      // Several reads of one asset, out of order, one a move and one back.
+      [[107, 130, 1], [107, 110, 2], [107, 120, 1], [108, 101, 1]],
+      // Late reads (older than the position): written, the position stays; one at another place.
+      [[107, 50, 3], [108, 90, 1]],
+      // A tie at the position's instant, at another place: the later one takes the place.
+      [[107, 130, 2]],
+      // A late read and a newer one of the same asset in one batch.
+      [[108, 95, 2], [108, 170, 1]],
+    ];
+    for (const reads of batches) {
+      expect(await batch(smoother, reads)).toEqual([false]);
+      for (const assetId of [107, 108, 109]) expect(smoother.position(SMOOTHED, assetId)).toEqual(await stored(assetId));
+    }
   });
 
   it("forget an organization's positions while its smoothing is off", async () => {
@@ -135,11 +180,12 @@ describe("smoothing decisions", () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const attempts: boolean[] = [];
+    const known = await windows();
     const first = replica.record((locked) =>
       inTransaction(db, async (tx) => {
         attempts.push(locked);
-        const rows: ScanRow[] = [{ orgId: SMOOTHED, assetId: 105, observedAt: at(30), locationId: 1, ord: ord++, keep: true }];
-        await replica.apply(tx, rows, { locked });
+        const rows = [row(SMOOTHED, [105, 30, 1])];
+        await replica.apply(tx, rows, { locked, windows: known });
         if (!locked) await held;
         const recorded = await recordScans(tx, rows);
         replica.check(recorded);

@@ -12,25 +12,25 @@
  * Where that position comes from: reading the batch's positions cost as much
  * as the history rows smoothing saves (7 µs a read of 20 here;
  * `npm run bench:smoothing`), so the smoother remembers the positions its own
- * batches wrote and reads only the others, without a lock. Every decision
- * names the position's `scan_count` it assumed (every write to a position
- * raises it); the scan batch statement compares it with the row it locks and
- * reports the assets another writer (a second tracking replica) changed
- * meanwhile. Then the transaction is rolled back and decided again on locked
- * rows, and for a while every batch reads its positions locked, as before.
+ * batches leave (worked out as the scan batch statement writes them) and
+ * reads only the others, without a lock. Every decision names the position's
+ * `scan_count` it assumed (every write to a position raises it); the scan
+ * batch statement compares it with the row it locks and counts the assets
+ * another writer (a second tracking replica) changed meanwhile. Then the
+ * transaction is rolled back and decided again on locked rows, and for a
+ * while every batch reads its positions locked.
  */
-import { epochMicrosSql, parseRfc3339 } from "@whereabouts/shared";
+import { epochMicrosSql } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
-import type { HeldPosition, RecordedScans, ScanRow } from "./scan-store.ts";
+import type { RecordedScans, ScanRow } from "./scan-store.ts";
 
-/** Microseconds since the epoch; a scan row's instant is canonical (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), read without the general parser. */
-export function microsOf(instant: string): number {
-  if (instant.length === 27 && instant[19] === "." && instant[26] === "Z") {
-    const ms = Date.parse(`${instant.slice(0, 23)}Z`);
-    if (!Number.isNaN(ms)) return ms * 1000 + Number(instant.slice(23, 26));
-  }
-  const parsed = parseRfc3339(instant)!;
-  return parsed.ms * 1000 + parsed.micros;
+/** An asset's position as smoothing needs it. */
+export interface HeldPosition {
+  locationId: number;
+  observedUs: number;
+  /** The newest history row's instant; undefined before the first. */
+  historyUs: number | undefined;
+  scanCount: number;
 }
 
 /** Positions remembered (about 100 bytes each); past it, the smoother forgets them all and starts again. */
@@ -52,6 +52,9 @@ function entry<T>(map: ByAsset<T>, orgId: number): Map<number, T> {
   return assets;
 }
 
+/** Organization id to its window in seconds (0: off), as read with the batch's organizations. */
+export type SmoothingWindows = ReadonlyMap<number, number>;
+
 export function createSmoother(options: { memory?: number; distrustMs?: number; now?: () => number } = {}) {
   const memory = options.memory ?? SMOOTHING_MEMORY;
   const distrustMs = options.distrustMs ?? SMOOTHING_DISTRUST_MS;
@@ -59,20 +62,30 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
   const held: ByAsset<HeldPosition> = new Map();
   let heldCount = 0;
   let distrustedUntil = 0;
+  /** The positions the batch being recorded leaves, once it commits. */
+  let pending: Array<[orgId: number, assetId: number, position: HeldPosition]> = [];
 
-  /** Marks the rows smoothing suppresses (`keep = false`) and the positions assumed (`heldCount`); returns how many were suppressed. */
-  async function apply(tx: Db, rows: ScanRow[], mode: { locked: boolean }): Promise<number> {
-    if (!rows.length) return 0;
-    const orgIds = [...new Set(rows.map((r) => r.orgId))];
-    const windows = await query<{ id: number; smoothing_window_s: number }>(
-      tx,
-      `SELECT id, smoothing_window_s FROM tracking.orgs WHERE id = ANY ($1::int[]) AND smoothing_window_s > 0`,
-      [orgIds],
-    );
-    const windowUs = new Map(windows.map((w) => [w.id, w.smoothing_window_s * 1_000_000]));
-    // Off, an organization's positions move without the smoother: what it remembers of them would be stale.
-    for (const orgId of orgIds) if (!windowUs.has(orgId)) forget(orgId);
-    if (!windows.length) return 0;
+  function forget(orgId: number): void {
+    const assets = held.get(orgId);
+    if (!assets) return;
+    heldCount -= assets.size;
+    held.delete(orgId);
+  }
+
+  /**
+   * Marks the rows smoothing suppresses (`keep = false`) and the positions
+   * assumed (`heldCount`); returns how many were suppressed. `locked`: read
+   * every position decided on, locked, instead of what is remembered.
+   */
+  async function apply(tx: Db, rows: ScanRow[], mode: { locked: boolean; windows: SmoothingWindows }): Promise<number> {
+    pending = [];
+    const windowUs = new Map<number, number>();
+    for (const [orgId, seconds] of mode.windows) {
+      if (seconds > 0) windowUs.set(orgId, seconds * 1_000_000);
+      // Off, an organization's positions move without the smoother: what it remembers of them would be stale.
+      else forget(orgId);
+    }
+    if (!windowUs.size || !rows.length) return 0;
     // Per asset: its reads, and its position before the batch (remembered, or read below).
     const trusted = !mode.locked;
     const byAsset: ByAsset<{ rows: ScanRow[]; position: HeldPosition | undefined }> = new Map();
@@ -114,58 +127,68 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
         };
       }
     }
-    // The reads of one scan share their instant: parsed once.
-    const instants = new Map<string, number>();
-    const microsOfRow = (row: ScanRow) => {
-      let us = instants.get(row.observedAt);
-      if (us === undefined) instants.set(row.observedAt, (us = microsOf(row.observedAt)));
-      return us;
-    };
     let suppressed = 0;
     for (const [orgId, assets] of byAsset) {
       const windowLength = windowUs.get(orgId)!;
-      for (const { rows: list, position } of assets.values()) {
+      for (const [assetId, { rows: list, position }] of assets) {
         let location = position?.locationId;
         let observed = position ? position.observedUs : -Infinity;
         let anchor = position?.historyUs;
+        let written = position?.historyUs;
         const heldCount = position?.scanCount ?? 0;
-        if (list.length > 1) list.sort((a, b) => microsOfRow(a) - microsOfRow(b) || a.ord - b.ord);
+        if (list.length > 1) list.sort((a, b) => a.observedUs - b.observedUs || a.ord - b.ord);
         for (const row of list) {
-          const us = list.length > 1 ? microsOfRow(row) : microsOf(row.observedAt);
+          const us = row.observedUs;
           row.heldCount = heldCount;
-          if (us < observed) continue; // late: written, the position stays
-          if (row.locationId === location && anchor !== undefined && us < anchor + windowLength) {
-            row.keep = false;
-            suppressed++;
-          } else {
-            location = row.locationId;
-            anchor = us;
+          if (us >= observed) {
+            if (row.locationId === location && anchor !== undefined && us < anchor + windowLength) {
+              row.keep = false;
+              suppressed++;
+            } else {
+              location = row.locationId;
+              anchor = us;
+            }
+            observed = us;
           }
-          observed = us;
+          // late (older than the position): written, the position stays
+          if (row.keep !== false && (written === undefined || us > written)) written = us;
         }
+        // The row the scan batch statement leaves: the newest read's place (a tie goes to the later one),
+        // the newest instant, the newest written row, and every read counted.
+        const newest = list[list.length - 1]!;
+        const moves = !position || newest.observedUs >= position.observedUs;
+        pending.push([
+          orgId,
+          assetId,
+          {
+            locationId: moves ? newest.locationId : position.locationId,
+            observedUs: moves ? newest.observedUs : position.observedUs,
+            historyUs: written,
+            scanCount: heldCount + list.length,
+          },
+        ]);
       }
     }
     return suppressed;
   }
 
-  /** The positions a committed batch left (scan-store's recordScans reports them). Past `memory`, it starts afresh. */
-  function remember(positions: Array<{ orgId: number; assetId: number; position: HeldPosition }>): void {
-    for (const { orgId, assetId, position } of positions) {
+  /** Inside the transaction, after recordScans: throws (so rolls back) when a decision assumed a position that had changed. */
+  function check(recorded: RecordedScans): void {
+    if (recorded.stale) throw new StalePositionsError(`${recorded.stale} positions changed after smoothing knew them`);
+  }
+
+  /** The positions a committed batch left. Past `memory`, it starts afresh. */
+  function remember(): void {
+    for (const [orgId, assetId, position] of pending) {
       const assets = entry(held, orgId);
       if (!assets.has(assetId)) heldCount++;
       assets.set(assetId, position);
     }
+    pending = [];
     if (heldCount > memory) {
       held.clear();
       heldCount = 0;
     }
-  }
-
-  function forget(orgId: number): void {
-    const assets = held.get(orgId);
-    if (!assets) return;
-    heldCount -= assets.size;
-    held.delete(orgId);
   }
 
   /** Another writer changed positions: forget them all and decide on locked rows for a while. */
@@ -181,25 +204,33 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
    * one another writer changed, again on locked rows. Remembers what the
    * committed batch left.
    */
-  async function record<T extends { recorded: RecordedScans }>(attempt: (locked: boolean) => Promise<T>, onStale?: (err: StalePositionsError) => void): Promise<T> {
+  async function record<T>(attempt: (locked: boolean) => Promise<T>, onStale?: (err: StalePositionsError) => void): Promise<T> {
     let result: T;
     try {
       result = await attempt(now() < distrustedUntil);
     } catch (err) {
+      pending = [];
       if (!(err instanceof StalePositionsError)) throw err;
       onStale?.(err);
       distrust();
-      result = await attempt(true);
+      try {
+        result = await attempt(true);
+      } catch (again) {
+        pending = [];
+        throw again;
+      }
     }
-    remember(result.recorded.held);
+    remember();
     return result;
   }
 
-  /** Inside the transaction, after recordScans: throws (so rolls back) when a decision assumed a position that had changed. */
-  function check(recorded: RecordedScans): void {
-    if (recorded.stale) throw new StalePositionsError(`${recorded.stale} positions changed after smoothing read them`);
-  }
-
-  return { apply, check, record, remembered: () => heldCount };
+  return {
+    apply,
+    check,
+    record,
+    remembered: () => heldCount,
+    /** What it remembers of one asset's position (tests compare it with the stored row). */
+    position: (orgId: number, assetId: number): HeldPosition | undefined => held.get(orgId)?.get(assetId),
+  };
 }
 export type Smoother = ReturnType<typeof createSmoother>;
