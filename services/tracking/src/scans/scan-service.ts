@@ -88,6 +88,10 @@ export function createScanService(deps: {
    */
   async function commitBatch(messages: JsMsg[]): Promise<() => Promise<void>> {
     const { timings, lap, totalMs } = phaseTimer();
+    // The catch-up asks JetStream where CATALOG stands now; any moment after these scans arrived will do, so it is
+    // asked while they are parsed. Awaited only when a scan needs it; never left unhandled.
+    const caughtUp = deps.catchUp();
+    caughtUp.catch(() => undefined);
     const ordered = [...messages].sort((a, b) => a.seq - b.seq);
     const skipped: JsMsg[] = [];
     const refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }> = [];
@@ -103,18 +107,12 @@ export function createScanService(deps: {
     let unresolvedTags = 0;
     // Read after the catch-up: every catalog write (settings included) published before the batch's scans is in it.
     let orgs: KnownOrgs = { versions: new Map(), windows: new Map(), nowMs: 0 };
+    let locations: Array<number | null> = [];
     lap("parse_ms");
     if (parsed.length) {
-      await deps.catchUp();
+      await caughtUp;
       lap("catch_up_ms");
       await dataPhase(async () => {
-        orgs = await knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]);
-        parsed = parsed.filter(({ msg, scan }) => {
-          if (orgs.versions.has(scan.orgId)) return true;
-          refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
-          return false;
-        });
-
         const locationIndex = new Map<string, number>();
         const locationRefs: LocationRef[] = [];
         const tagIndex = new Map<string, number>();
@@ -142,7 +140,15 @@ export function createScanService(deps: {
             }
           }
         }
-        const [locations, assets] = await Promise.all([resolveLocations(db, locationRefs), tags.resolve(db, tagRefs, orgs)]);
+        // The organizations and the locations at once (an unknown organization's references find nothing), then the
+        // tags, most from memory under the organizations' tokens.
+        [orgs, locations] = await Promise.all([knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]), resolveLocations(db, locationRefs)]);
+        const assets = await tags.resolve(db, tagRefs, orgs);
+        parsed = parsed.filter(({ msg, scan }) => {
+          if (orgs.versions.has(scan.orgId)) return true;
+          refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
+          return false;
+        });
 
         for (const { msg, scan } of parsed) {
           const locationId = locations[locationIndex.get(locationRefKey(scan.orgId, scan.location))!];
