@@ -14,6 +14,7 @@ import type { CompletionWatch } from "./ingest-completion.ts";
 import type { LoadGenerator } from "./load-generator.ts";
 import type { LoadReport } from "./load-runner.ts";
 import type { RequestPlan } from "./request-plans.ts";
+import type { CpuMeter } from "./cpu-meter.ts";
 import type { RssSampler } from "./rss-sampler.ts";
 import type { AssetRoles, FleetModel, MarkerScans, ScanFactory } from "./scan-workload.ts";
 
@@ -45,6 +46,8 @@ export interface BenchContext {
   baselineError?: string;
   /** Service processes' memory, when the benchmark started them. */
   rss?: RssSampler;
+  /** The stack's CPU time (services, Postgres, nats-server), when the benchmark started it. */
+  cpu?: CpuMeter;
   rssIdle?: Record<string, number>;
   /** How long the stack rested before rssIdle was taken, and RSS a second after seeding (the start of that rest). */
   rssIdleAfterMs?: number;

@@ -17,6 +17,7 @@ import type { CompletionWatch } from "./ingest-completion.ts";
 import { runIngest } from "./ingest-run.ts";
 import type { LoadGenerator } from "./load-generator.ts";
 import { startPrivateStack, type RunningStack } from "./private-stack.ts";
+import { cpuMeter } from "./cpu-meter.ts";
 import { startRssSampler } from "./rss-sampler.ts";
 import { IDLE_RSS_TARGET_MB } from "./cases/rss-case.ts";
 import { assignRoles, FleetModel, MarkerScans, placementScans, ScanClock, ScanFactory } from "./scan-workload.ts";
@@ -150,6 +151,7 @@ export async function prepareContext(o: {
     for (const [name, child] of stack.processes) if (child.pid) pids.set(name, child.pid);
     const rss = startRssSampler(pids);
     teardown.add("RSS sampler", async () => rss.stop());
+    ctx.cpu = cpuMeter(pids);
     // Idle: the highest of three samples, a second after seeding settles and then, when the run
     // reports memory, every 2 s until every process is under the idle target or the profile's rest
     // is over. V8 gives a burst's memory back 10-80 s later (seen: tracking 133 MB for 70 s after

@@ -12,6 +12,7 @@ import type { CaseName } from "./bench-options.ts";
 import { waitForIngest, type CompletionTimes } from "./ingest-completion.ts";
 import { paced, publishAll } from "./scan-publisher.ts";
 import { TAGS_PER_EVENT, type BuiltScan, type FleetModel } from "./scan-workload.ts";
+import { cpuBetween, type CpuSeconds } from "./cpu-meter.ts";
 import { countersDelta, readIngestCounters, type IngestCounters } from "./tracking-counters.ts";
 
 /** Acks outstanding before a paced publisher holds back. */
@@ -26,13 +27,15 @@ export interface IngestRun {
   visible: CompletionTimes;
   publishErrors: number;
   counters?: IngestCounters;
+  /** CPU seconds of the stack from first publish until visible (when the benchmark started the stack). */
+  cpu?: CpuSeconds;
   /** Reads/s offered while publishing. */
   offeredReadsPerSecond: number;
   /** Reads/s from first publish until every effect was visible. */
   readsPerSecond: number;
 }
 
-export type IngestScope = Pick<BenchContext, "watch" | "orgId" | "markers">;
+export type IngestScope = Pick<BenchContext, "watch" | "orgId" | "markers" | "cpu">;
 
 /**
  * Publishes the marker after everything else and waits until it, and so
@@ -54,6 +57,7 @@ export async function runIngest(
   if (scans.length === 0) throw new Error("nothing to publish");
   const reads = scans.reduce((n, s) => n + s.assets.length, 0);
   const before = await readIngestCounters(ingest.nc, ctx.orgId);
+  const cpuBefore = await ctx.cpu?.snapshot();
   let publishErrors = 0;
   const startedAt = Date.now();
   if (o.eventsPerSecond) {
@@ -74,8 +78,10 @@ export async function runIngest(
   }
   const publishedAt = Date.now();
   const visible = await drainWithMarker(ctx, ingest, before.readsRecorded + reads, o.timeoutMs);
+  const cpuAfter = await ctx.cpu?.snapshot();
   const after = await readIngestCounters(ingest.nc, ctx.orgId);
   return {
+    ...(cpuBefore && cpuAfter ? { cpu: cpuBetween(cpuBefore, cpuAfter) } : {}),
     events: scans.length,
     reads,
     startedAt,
@@ -108,14 +114,22 @@ export function ingestDetails(run: IngestRun): Record<string, unknown> {
       all: since(run.visible.all),
     },
     tracking_counters_delta: run.counters,
+    cpu_seconds: run.cpu,
+    cpu_ms_per_1k_reads: cpuPerThousandReads(run),
     completion_poll_errors: run.visible.pollErrors,
   };
+}
+
+/** The stack's CPU milliseconds per 1,000 reads of a run (steadier than its rate on a busy machine). */
+export function cpuPerThousandReads(run: Pick<IngestRun, "cpu" | "reads">): number | undefined {
+  return run.cpu ? Math.round((run.cpu.total! * 1_000_000) / Math.max(1, run.reads)) : undefined;
 }
 
 /** One line for the table's notes: how much was published, how fast, and when it showed. */
 export function ingestNote(run: IngestRun): string {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-  return `${run.reads.toLocaleString("en-US")} reads offered at ${Math.round(run.offeredReadsPerSecond).toLocaleString("en-US")}/s over ${s(run.publishedAt - run.startedAt)}, all visible after ${s(run.visible.all - run.startedAt)}`;
+  const cpu = cpuPerThousandReads(run);
+  return `${run.reads.toLocaleString("en-US")} reads offered at ${Math.round(run.offeredReadsPerSecond).toLocaleString("en-US")}/s over ${s(run.publishedAt - run.startedAt)}, all visible after ${s(run.visible.all - run.startedAt)}${cpu === undefined ? "" : `; stack CPU ${cpu} ms per 1,000 reads`}`;
 }
 
 /**
@@ -128,7 +142,7 @@ export function ingestNote(run: IngestRun): string {
  * `reads`, offered at `readsPerSecond`, until every effect is visible.
  */
 export function runMix(
-  ctx: Pick<BenchContext, "profile" | "fleet" | "scans" | "watch" | "orgId" | "markers">,
+  ctx: Pick<BenchContext, "profile" | "fleet" | "scans" | "watch" | "orgId" | "markers" | "cpu">,
   ingest: IngestAccess,
   readsPerSecond: number,
   reads: (fleet: FleetModel) => { location: number; assets: number[] },

@@ -13,6 +13,7 @@ import { judge, failedRow, type CaseRow } from "./bench-case.ts";
 import { parseBenchOptions, UsageError, type BenchOptions } from "./bench-options.ts";
 import { acquireStack, prepareContext } from "./bench-setup.ts";
 import { CASES, COMPARED_TO_BASELINE, PASSIVE_CASES } from "./case-registry.ts";
+import { cpuBetween } from "./cpu-meter.ts";
 import { startLoadGenerator } from "./load-generator.ts";
 import { describeMachine, formatMachine } from "./machine-info.ts";
 import { clip, formatMs, formatResultsTable } from "./results-table.ts";
@@ -63,6 +64,7 @@ async function main({ teardown, isStopping }: { teardown: Teardown; isStopping: 
     log(`case ${name} ...`);
     const t0 = performance.now();
     const caseStartedAt = Date.now();
+    const cpuBefore = await ctx.cpu?.snapshot();
     let caseRows: CaseRow[];
     try {
       caseRows = await c.run(ctx);
@@ -71,9 +73,12 @@ async function main({ teardown, isStopping }: { teardown: Teardown; isStopping: 
     }
     // Each case's own peak RSS per process: which case a run's peak (the rss rows) comes from.
     const casePeaks = ctx.rss ? Object.fromEntries(Object.entries(ctx.rss.peak(caseStartedAt)).map(([p, mb]) => [p, Math.round(mb)])) : undefined;
+    // And the CPU seconds each part of the stack used in it.
+    const caseCpu = cpuBefore && ctx.cpu ? cpuBetween(cpuBefore, await ctx.cpu.snapshot()) : undefined;
     for (const row of caseRows) {
       row.details.case_seconds = Math.round((performance.now() - t0) / 100) / 10;
       if (casePeaks) row.details.rss_peak_mb = casePeaks;
+      if (caseCpu) row.details.cpu_seconds = caseCpu;
       if (settle) row.details.settle_before = { ms: Math.round(settle.ms), settled: settle.settled };
       log(`case ${row.name}: ${summarize(row)}`);
     }
