@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPool } from "./db.ts";
+import { arrayLiteral, createPool } from "./db.ts";
 import { isLockConflict, sqlQueryOne, sqlStateOf } from "./sql.ts";
 import { ConnectionWaitTimeoutError, createSqlClient, TransactionTimeoutError, type SqlClient } from "./sql-client.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
@@ -170,3 +170,20 @@ describe("sqlStateOf", () => {
     expect(isLockConflict(new Error("deadlock detected"))).toBe(false);
   });
 });
+
+describe("array literals (arrayLiteral)", () => {
+  it("round-trip through Postgres as the arrays they were built from", async () => {
+    const texts = ["plain", "2026-11-27T08:00:00.123456Z", "", "NULL", "null", "a b", "a,b", '"q"', "back\\slash", "{x}", "tab\tx", "ünï", null];
+    const ints = [1, -2, 0, 2147483647, null];
+    const bools = [true, false, null];
+    const [row] = await client.$queryRawUnsafe<Array<{ texts: Array<string | null>; ints: Array<number | null>; bools: Array<boolean | null>; n: number }>>(
+      `SELECT $1::text[] AS texts, $2::int[] AS ints, $3::bool[] AS bools, cardinality($4::int[]) AS n`,
+      arrayLiteral(texts),
+      arrayLiteral(ints),
+      arrayLiteral(bools),
+      arrayLiteral([]),
+    );
+    expect(row).toEqual({ texts, ints, bools, n: 0 });
+  });
+});
+

@@ -5,7 +5,7 @@
  * and batches may arrive in any order. The schema is a parameter so the
  * rebuild can fill `reporting_build` with the same code.
  */
-import { newerSql, unnestColumns } from "@whereabouts/shared";
+import { newerSql, unnestColumns, unnestLiterals } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { AssetRow, LocationRow, PositionRow, TagRow } from "./projection-types.ts";
 
@@ -183,7 +183,8 @@ export function createProjectionStore(schema: ReadModelSchema) {
          INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)
          SELECT org_id, asset_id, true FROM placed WHERE first ORDER BY org_id, asset_id
          ON CONFLICT (org_id, asset_id) DO UPDATE SET scanned = true WHERE NOT a.scanned`,
-        ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
+        // Array literals: thousands of positions a batch, which node-postgres would escape value by value.
+        ...unnestLiterals(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
       );
     },
   };

@@ -19,10 +19,9 @@ export const TAG_MEMORY = 200_000;
 
 interface OrgMemory {
   version: string;
-  tags: Map<string, TagResolution>;
+  /** By tag type, then value: the scan's own strings are the keys (no key is built per read). */
+  tags: Map<string, Map<string, TagResolution>>;
 }
-
-const tagKey = (ref: TagRef) => `${ref.tagType}\u0000${ref.value}`;
 
 export function createTagResolver(options: { memory?: number } = {}) {
   const memory = options.memory ?? TAG_MEMORY;
@@ -33,7 +32,7 @@ export function createTagResolver(options: { memory?: number } = {}) {
   function orgMemory(orgId: number, version: string): OrgMemory {
     let org = byOrg.get(orgId);
     if (org?.version === version) return org;
-    if (org) size -= org.tags.size;
+    if (org) for (const values of org.tags.values()) size -= values.size;
     org = { version, tags: new Map() };
     byOrg.set(orgId, org);
     return org;
@@ -43,11 +42,17 @@ export function createTagResolver(options: { memory?: number } = {}) {
   async function resolve(db: Db, refs: TagRef[], orgs: KnownOrgs): Promise<Array<number | null>> {
     const out: Array<number | null> = new Array(refs.length).fill(null);
     const missed: number[] = [];
+    let org: OrgMemory | undefined;
+    let orgId: number | undefined;
     for (let i = 0; i < refs.length; i++) {
       const ref = refs[i]!;
-      const version = orgs.versions.get(ref.orgId);
-      if (version === undefined) continue;
-      const known = orgMemory(ref.orgId, version).tags.get(tagKey(ref));
+      if (ref.orgId !== orgId) {
+        orgId = ref.orgId;
+        const version = orgs.versions.get(ref.orgId);
+        org = version === undefined ? undefined : orgMemory(ref.orgId, version);
+      }
+      if (!org) continue;
+      const known = org.tags.get(ref.tagType)?.get(ref.value);
       if (known && (known.untilMs === null || orgs.nowMs < known.untilMs)) out[i] = known.assetId;
       else missed.push(i);
     }
@@ -60,8 +65,10 @@ export function createTagResolver(options: { memory?: number } = {}) {
       out[i] = answer.assetId;
       // Under the token read before the lookup: a catalog write since then changes it, so this is forgotten next batch.
       const tags = orgMemory(ref.orgId, orgs.versions.get(ref.orgId)!).tags;
-      if (!tags.has(tagKey(ref))) size++;
-      tags.set(tagKey(ref), answer);
+      let values = tags.get(ref.tagType);
+      if (!values) tags.set(ref.tagType, (values = new Map()));
+      if (!values.has(ref.value)) size++;
+      values.set(ref.value, answer);
     });
     if (size > memory) {
       byOrg.clear();

@@ -115,7 +115,10 @@ export function createScanService(deps: {
       await dataPhase(async () => {
         const locationIndex = new Map<string, number>();
         const locationRefs: LocationRef[] = [];
-        const tagIndex = new Map<string, number>();
+        // Each distinct tag once, by organization, type and value (the scan's own strings as keys: no key is built per
+        // read); each scan's tags as indexes into tagRefs.
+        const tagIndex = new Map<number, Map<string, Map<string, number>>>();
+        const tagSlots = new Map<ParsedScan, number[]>();
         const tagRefs: TagRef[] = [];
         for (const { scan } of parsed) {
           const lk = locationRefKey(scan.orgId, scan.location);
@@ -132,13 +135,21 @@ export function createScanService(deps: {
                   : { orgId: scan.orgId, tagType: ref.tag_type, value: ref.value },
             );
           }
-          for (const tag of scan.tags) {
-            const tk = `${scan.orgId}|${tag.tag_type}\u0000${tag.value}`;
-            if (!tagIndex.has(tk)) {
-              tagIndex.set(tk, tagRefs.length);
+          let byType = tagIndex.get(scan.orgId);
+          if (!byType) tagIndex.set(scan.orgId, (byType = new Map()));
+          const slots: number[] = new Array(scan.tags.length);
+          for (let j = 0; j < scan.tags.length; j++) {
+            const tag = scan.tags[j]!;
+            let byValue = byType.get(tag.tag_type);
+            if (!byValue) byType.set(tag.tag_type, (byValue = new Map()));
+            let slot = byValue.get(tag.value);
+            if (slot === undefined) {
+              byValue.set(tag.value, (slot = tagRefs.length));
               tagRefs.push({ orgId: scan.orgId, tagType: tag.tag_type, value: tag.value });
             }
+            slots[j] = slot;
           }
+          tagSlots.set(scan, slots);
         }
         // The organizations and the locations at once (an unknown organization's references find nothing), then the
         // tags, most from memory under the organizations' tokens.
@@ -170,8 +181,10 @@ export function createScanService(deps: {
           let unresolved = 0;
           const handheld = isHandheldSubject(msg.subject);
           const unresolvedOnes: ScanTag[] = [];
-          for (const tag of scan.tags) {
-            const assetId = assets[tagIndex.get(`${scan.orgId}|${tag.tag_type}\u0000${tag.value}`)!];
+          const slots = tagSlots.get(scan)!;
+          for (let j = 0; j < scan.tags.length; j++) {
+            const tag = scan.tags[j]!;
+            const assetId = assets[slots[j]!];
             if (assetId == null) {
               unresolved++;
               if (handheld) unresolvedOnes.push(tag);
