@@ -106,7 +106,7 @@ export async function runBatchConsumer(options: {
   retryDelayMs?: number;
   /** Counts processed and failed messages, times batches, and samples the durable's lag at each scrape. */
   metrics?: Metrics;
-}): Promise<Worker & { processed(): number }> {
+}): Promise<Worker & { processed(): number; buffered(): number }> {
   const { nc, spec, logger, metrics } = options;
   const jsm = await jetstreamManager(nc);
   await ensureConsumer(jsm, spec);
@@ -194,6 +194,8 @@ export async function runBatchConsumer(options: {
 
   return {
     processed: () => processed,
+    /** Messages delivered and waiting for a batch (tests wait on it instead of on time). */
+    buffered: () => buffer.length,
     async stop() {
       stopping = true;
       unwatch?.();
