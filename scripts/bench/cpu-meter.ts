@@ -2,7 +2,7 @@
  * CPU time of the stack: each service process, every Postgres process and
  * every nats-server (utime + stime from /proc). On a saturated 2-core machine
  * whose speed changes from one minute to the next, the rate of a run varies
- * by 20%; the CPU a run's work took varies far less, so cases that compare
+ * by 20-40%; the CPU a run's work took varies less (about 10%), so cases that compare
  * two modes (smoothing off and on) also report CPU per unit of work.
  */
 import { execFileSync } from "node:child_process";
