@@ -60,7 +60,7 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
   const distrustMs = options.distrustMs ?? SMOOTHING_DISTRUST_MS;
   const now = options.now ?? Date.now;
   const held: ByAsset<HeldPosition> = new Map();
-  let heldCount = 0;
+  let rememberedCount = 0;
   let distrustedUntil = 0;
   /** The positions the batch being recorded leaves, once it commits. */
   let pending: Array<[orgId: number, assetId: number, position: HeldPosition]> = [];
@@ -68,7 +68,7 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
   function forget(orgId: number): void {
     const assets = held.get(orgId);
     if (!assets) return;
-    heldCount -= assets.size;
+    rememberedCount -= assets.size;
     held.delete(orgId);
   }
 
@@ -135,11 +135,11 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
         let observed = position ? position.observedUs : -Infinity;
         let anchor = position?.historyUs;
         let written = position?.historyUs;
-        const heldCount = position?.scanCount ?? 0;
+        const assumedCount = position?.scanCount ?? 0;
         if (list.length > 1) list.sort((a, b) => a.observedUs - b.observedUs || a.ord - b.ord);
         for (const row of list) {
           const us = row.observedUs;
-          row.heldCount = heldCount;
+          row.heldCount = assumedCount;
           if (us >= observed) {
             if (row.locationId === location && anchor !== undefined && us < anchor + windowLength) {
               row.keep = false;
@@ -164,7 +164,7 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
             locationId: moves ? newest.locationId : position.locationId,
             observedUs: moves ? newest.observedUs : position.observedUs,
             historyUs: written,
-            scanCount: heldCount + list.length,
+            scanCount: assumedCount + list.length,
           },
         ]);
       }
@@ -181,20 +181,20 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
   function remember(): void {
     for (const [orgId, assetId, position] of pending) {
       const assets = entry(held, orgId);
-      if (!assets.has(assetId)) heldCount++;
+      if (!assets.has(assetId)) rememberedCount++;
       assets.set(assetId, position);
     }
     pending = [];
-    if (heldCount > memory) {
+    if (rememberedCount > memory) {
       held.clear();
-      heldCount = 0;
+      rememberedCount = 0;
     }
   }
 
   /** Another writer changed positions: forget them all and decide on locked rows for a while. */
   function distrust(): void {
     held.clear();
-    heldCount = 0;
+    rememberedCount = 0;
     distrustedUntil = now() + distrustMs;
   }
 
@@ -228,7 +228,7 @@ export function createSmoother(options: { memory?: number; distrustMs?: number; 
     apply,
     check,
     record,
-    remembered: () => heldCount,
+    remembered: () => rememberedCount,
     /** What it remembers of one asset's position (tests compare it with the stored row). */
     position: (orgId: number, assetId: number): HeldPosition | undefined => held.get(orgId)?.get(assetId),
   };
