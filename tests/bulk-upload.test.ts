@@ -67,7 +67,7 @@ const sql = async <T>(text: string, values: unknown[] = []) => (await pool.query
 
 /** The outbox's events one per row (`o` the outbox row, `e` the event): a bulk job's batch messages unpacked. */
 const OUTBOX_EVENTS = `catalog.outbox_events o
-  CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN o.subject LIKE '%.batch.events' THEN o.payload->'events' ELSE jsonb_build_array(o.payload) END) AS e`;
+  CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN o.subject LIKE '%.batch.events' THEN o.payload::jsonb->'events' ELSE jsonb_build_array(o.payload::jsonb) END) AS e`;
 
 const BOUNDARY = "----whereabouts-test-boundary";
 

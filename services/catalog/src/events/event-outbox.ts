@@ -55,6 +55,8 @@ export type AnnounceFn = (orgId: number, seq: number) => void;
 
 const encoder = new TextEncoder();
 const roundAll = (times: Record<string, number>) => Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)]));
+/** Outbox rows per INSERT (four parameters each, well under the protocol's 65,535). */
+const RECORD_ROWS = 1000;
 /** Outbox rows the relay publishes per transaction (pipelined). */
 const RELAY_BATCH = 1000;
 /**
@@ -97,21 +99,32 @@ function buildEvent(input: EventInput): BuiltEvent {
 
 /**
  * Records a unit of work's events in the outbox, inside its transaction: one
- * statement for all of them, in emit order (outbox ids order the relay).
+ * statement per RECORD_ROWS of them, in emit order (outbox ids order the relay).
  */
 export async function recordEvents(tx: Db, events: BuiltEvent[]): Promise<PendingEvent[]> {
   if (!events.length) return [];
-  const rows = await query<{ id: string; event_id: string }>(
-    tx,
-    `INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
-     SELECT e.event_id, e.org_id, e.subject, e.payload::jsonb
-       FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS e(event_id, org_id, subject, payload, ord)
-      ORDER BY e.ord
-     RETURNING id::text AS id, event_id`,
-    [events.map((e) => e.eventId), events.map((e) => e.orgId), events.map((e) => e.subject), events.map((e) => e.json)],
-  );
-  const ids = new Map(rows.map((r) => [r.event_id, r.id]));
-  return events.map((e) => ({ ...e, outboxId: ids.get(e.eventId)! }));
+  const out: PendingEvent[] = [];
+  for (let start = 0; start < events.length; start += RECORD_ROWS) {
+    const chunk = events.slice(start, start + RECORD_ROWS);
+    // One VALUES row per event, each value its own parameter: a text parameter goes out as is,
+    // where an array parameter escapes every quote of every payload (a bulk job's 128 MB of JSON:
+    // 1.9 s of the catalog's CPU). Rows are inserted in VALUES order (outbox ids order the relay).
+    const params: unknown[] = [];
+    const rows = chunk.map((e) => {
+      params.push(e.eventId, e.orgId, e.subject, e.json);
+      const n = params.length;
+      return `($${n - 3}, $${n - 2}::int, $${n - 1}, $${n})`;
+    });
+    const inserted = await query<{ id: string; event_id: string }>(
+      tx,
+      `INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload) VALUES ${rows.join(", ")}
+       RETURNING id::text AS id, event_id`,
+      params,
+    );
+    const ids = new Map(inserted.map((r) => [r.event_id, r.id]));
+    for (const e of chunk) out.push({ ...e, outboxId: ids.get(e.eventId)! });
+  }
+  return out;
 }
 
 /** Records events in the outbox inside `tx` at once (a bulk job's batch), for the relay to publish after commit. */
