@@ -135,6 +135,52 @@ describe("upload", () => {
     expect(await asset("BK-2")).toMatchObject({ name: "Pump two", description: null, is_active: false });
   });
 
+  it("each created asset's events carry what reading it shows: its view (created), then each tag's record (attached), by tag id", async () => {
+    const csv = [
+      "external_key,name,description,is_active,metadata,valid_from,valid_to,tags",
+      'EV-1,Event one,described,true,"{""site"":""north"",""n"":1}",2026-01-01T00:00:00Z,2099-01-01T00:00:00Z,rfid:EV-T1|barcode:EV-B1',
+      "EV-2,Event two,,false,,,,",
+      "EV-3,Event three,,true,,,,ble:EV-L3",
+    ].join("\n");
+    expect(await run(csv)).toMatchObject({ status: "succeeded", created: 3 });
+    type Event = { verb: string; entity_version: number; data: Record<string, unknown> & { id: number } };
+    // Every event of these rows, in publishing order (outbox row, then place in its batch message).
+    const events = (
+      await sql<{ e: Event }>(
+        `SELECT x.e FROM catalog.outbox_events o
+           CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN o.subject LIKE '%.batch.events' THEN o.payload::jsonb->'events' ELSE jsonb_build_array(o.payload::jsonb) END) WITH ORDINALITY AS x(e, n)
+          WHERE o.org_id = $1 AND (x.e->'data'->>'external_key' LIKE 'EV-%' OR x.e->'data'->>'value' LIKE 'EV-%')
+          ORDER BY o.id, x.n`,
+        [t.orgId],
+      )
+    ).map((r) => r.e);
+    const seen: string[] = [];
+    const attachedIds: number[] = [];
+    for (const e of events) {
+      if (e.verb === "created") {
+        const read = await stack.gateway.inject({ method: "GET", url: `/api/v1/assets/${e.data.id}`, headers: t.auth });
+        expect(e.data).toEqual(read.json().data);
+        expect(e.entity_version).toBe(1);
+        seen.push(`created ${e.data.external_key}`);
+      } else {
+        const owner = (await stack.gateway.inject({ method: "GET", url: `/api/v1/assets/${e.data.owner_id}`, headers: t.auth })).json().data;
+        const tag = owner.tags.find((x: { id: number }) => x.id === e.data.id);
+        expect(e.data).toEqual({ ...tag, owner_type: "asset", owner_id: owner.id, deleted_at: null });
+        seen.push(`${e.verb} ${e.data.tag_type}:${e.data.value} of ${owner.external_key}`);
+        attachedIds.push(e.data.id);
+      }
+    }
+    expect(seen).toEqual([
+      "created EV-1",
+      "attached rfid:EV-T1 of EV-1",
+      "attached barcode:EV-B1 of EV-1",
+      "created EV-2",
+      "created EV-3",
+      "attached ble:EV-L3 of EV-3",
+    ]);
+    expect(attachedIds).toEqual([...attachedIds].sort((a, b) => a - b));
+  });
+
   it("abort (default): any bad row and nothing is written; errors name row, field and code", async () => {
     const csv = [
       "external_key,name,is_active,metadata,valid_from,tags",

@@ -13,8 +13,8 @@
  *
  * Nothing is ever half-applied: a crash before the commit leaves nothing,
  * and the job (its lease run out) is taken over and run again from the
- * start. Memory holds neither the file nor its keys and tags (those seen are
- * in the validation's temporary table): 4 bytes a row, and a chunk.
+ * start. Memory never holds the file: a row's plan is 4 bytes, the keys and
+ * tags met so far about 40 bytes a value (SeenValues), and a chunk.
  */
 import { Readable } from "node:stream";
 import { parse } from "csv-parse";
@@ -34,11 +34,11 @@ import { mintExternalKey } from "../db/key-sequence.ts";
 import { recordEventBatches, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
 import { insertAssetRecord, newAssetRow, patchAssetRecord } from "../assets/asset-service.ts";
-import { insertAssets, loadAssets } from "../assets/asset-store.ts";
-import { insertTags } from "../tags/tag-store.ts";
+import { insertAssetsWithTags } from "../assets/asset-store.ts";
 import { attachTags } from "../tags/tag-service.ts";
 import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
 import { checkHeader, rowToBody } from "./csv-columns.ts";
+import { SeenValues } from "./seen-values.ts";
 import { DEFER_INDEXES_AFTER_ROWS, deferTrigramIndexes, restoreTrigramIndexes } from "./trigram-indexes.ts";
 import { claimJob, finishJob, insertJob, JOB_ERRORS_MAX, markJobWritten, reportProgress, requeueJob, succeedJob, touchJob, type JobRow, type RowError } from "./job-store.ts";
 
@@ -186,29 +186,12 @@ export class RowPlans {
   }
 }
 
-/**
- * Keys and tags seen earlier in the file, kept in the validation's own
- * transaction (a temporary table) rather than in memory: a million rows' keys
- * and tags held in Maps took 140 MB of the catalog's heap. `firstRows` are the
- * chunk's first occurrences, recorded; what earlier chunks recorded of the
- * same values comes back, by value.
- */
-async function seenEarlier(tx: Sql, kind: "k" | "t", firstRows: Map<string, number>): Promise<Map<string, number>> {
-  if (!firstRows.size) return new Map();
-  const rows = await sqlQuery<{ value: string; row: number }>(
-    tx,
-    `WITH input AS (SELECT * FROM unnest($2::text[], $3::int[]) AS i(value, row)),
-          recorded AS (INSERT INTO pg_temp.bulk_seen (kind, value, row) SELECT $1::"char", value, row FROM input ON CONFLICT DO NOTHING)
-     SELECT s.value, s.row FROM input i JOIN pg_temp.bulk_seen s ON s.kind = $1::"char" AND s.value = i.value`,
-    [kind, [...firstRows.keys()], [...firstRows.values()]],
-  );
-  return new Map(rows.map((r) => [r.value, r.row]));
-}
-
 /** Pass 1: every row's problems, and what each good row will do. */
 async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, onProgress: (rows: number) => Promise<void>) {
   return inTransaction(db, async (tx) => {
-    await sqlExecute(tx, `CREATE TEMP TABLE bulk_seen (kind "char" NOT NULL, value text NOT NULL, row int NOT NULL, PRIMARY KEY (kind, value)) ON COMMIT DROP`);
+    // Keys and tags met so far in the file, with the row each first appeared on.
+    const seenKeys = new SeenValues();
+    const seenTags = new SeenValues();
     const errors: RowError[] = [];
     const plans = new RowPlans();
     let header: string[] = [];
@@ -226,23 +209,17 @@ async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, onPr
      */
     async function checkChunk() {
       if (!pending.length) return;
-      const firstKeys = new Map<string, number>();
-      for (const p of pending) if (p.key !== undefined && !firstKeys.has(p.key)) firstKeys.set(p.key, p.row);
-      const earlierKeys = await seenEarlier(tx, "k", firstKeys);
       const live = pending.filter((p) => {
         if (p.key === undefined) return true;
-        const earlier = earlierKeys.get(p.key) ?? firstKeys.get(p.key)!;
+        const earlier = seenKeys.firstRow(p.key, p.row);
         if (earlier === p.row) return true;
         fail(p.row, "external_key", "conflict", `external_key '${p.key}' is also on row ${earlier}`);
         return false;
       });
-      const firstTags = new Map<string, number>();
-      for (const p of live) for (const pair of p.tags) if (!firstTags.has(pair)) firstTags.set(pair, p.row);
-      const earlierTags = await seenEarlier(tx, "t", firstTags);
       const unique = live.filter((p) => {
         let duplicate = false;
         for (const pair of p.tags) {
-          const earlier = earlierTags.get(pair) ?? firstTags.get(pair)!;
+          const earlier = seenTags.firstRow(pair, p.row);
           if (earlier !== p.row) {
             fail(p.row, "tags", "conflict", `the tag ${pair} is also on row ${earlier}`);
             duplicate = true;
@@ -367,7 +344,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
     // Pass 2: one transaction; a row that still fails (a concurrent write took its key) rolls back to its savepoint.
     const counts = { created: 0, updated: 0, unchanged: 0 };
     // Where the write's time goes (logged with the job): database statements by kind.
-    const writeMs = { assets: 0, tags: 0, views: 0, outbox: 0 };
+    const writeMs = { assets: 0, outbox: 0 };
     const timed = async <T>(kind: keyof typeof writeMs, work: Promise<T>): Promise<T> => {
       const t = performance.now();
       try {
@@ -430,7 +407,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         }
       }
 
-      // New assets go in set-based chunks (three statements per chunk, not several per row);
+      // New assets go in set-based chunks (one statement per chunk for the assets and their tags);
       // a chunk that fails (a concurrent write took a key) is retried row by row.
       type Create = { row: number; planned: PlannedRow; raw: Record<string, unknown>; request: AssetCreateRequest };
       let creates: Create[] = [];
@@ -440,30 +417,18 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         const chunkEvents: EventInput[] = [];
         await sqlExecute(tx, "SAVEPOINT bulk_chunk");
         try {
-          const ids = await timed("assets", insertAssets(
+          const created = await timed("assets", insertAssetsWithTags(
             tx,
             job.org_id,
-            keyed.map(({ request, key }) => newAssetRow(request, key)),
+            keyed.map(({ request, key }) => ({
+              ...newAssetRow(request, key),
+              tags: (request.tags ?? []).map((tag) => ({ tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null })),
+            })),
           ));
-          const tags = await timed("tags", insertTags(
-            tx,
-            job.org_id,
-            "asset",
-            keyed.flatMap(({ request }, i) =>
-              (request.tags ?? []).map((tag) => ({
-                ownerId: ids[i]!,
-                tag: { tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null },
-              })),
-            ),
-          ));
-          const views = await timed("views", loadAssets(tx, job.org_id, ids));
-          const tagsByOwner = new Map<number, typeof tags>();
-          for (const tag of tags) tagsByOwner.set(tag.owner_id, [...(tagsByOwner.get(tag.owner_id) ?? []), tag]);
           // Per asset, as a create emits: `created` (carrying its tags), then each `attached`.
-          for (const id of ids) {
-            const created = views.get(id)!;
-            chunkEvents.push({ entity: "asset", verb: "created", orgId: job.org_id, version: created.version, data: created.view });
-            for (const tag of tagsByOwner.get(id) ?? []) chunkEvents.push({ entity: "tag", verb: "attached", orgId: job.org_id, version: tag.version, data: tag.record });
+          for (const asset of created) {
+            chunkEvents.push({ entity: "asset", verb: "created", orgId: job.org_id, version: asset.version, data: asset.view });
+            for (const tag of asset.tags) chunkEvents.push({ entity: "tag", verb: "attached", orgId: job.org_id, version: tag.version, data: tag.record });
           }
           await sqlExecute(tx, "RELEASE SAVEPOINT bulk_chunk");
         } catch {

@@ -32,29 +32,6 @@ export async function insertTag(db: Db, orgId: number, owner: OwnerType, ownerId
 
 const DETACH = `deleted_at = date_trunc('milliseconds', clock_timestamp()), updated_at = ${nextUpdatedAt("t")}, version = t.version + 1`;
 
-/** Many new tags in one statement (the bulk upload); rows come back with their owner. */
-export async function insertTags(db: Db, orgId: number, owner: OwnerType, items: Array<{ ownerId: number; tag: NewTag }>): Promise<Array<TagRow & { owner_id: number }>> {
-  if (!items.length) return [];
-  return query<TagRow & { owner_id: number }>(
-    db,
-    `INSERT INTO catalog.tags AS t
-       (org_id, owner_type, owner_id, tag_type, value, is_active, valid_from, valid_to, created_at, updated_at)
-     SELECT $1, $2, r.owner_id, r.tag_type, r.value, r.is_active, COALESCE(r.valid_from::timestamptz, ${NOW_MS}), r.valid_to::timestamptz, ${NOW_MS}, ${NOW_MS}
-       FROM unnest($3::int[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::text[]) AS r(owner_id, tag_type, value, is_active, valid_from, valid_to)
-     RETURNING ${tagRecordJson("t")} AS record, t.version, t.owner_id`,
-    [
-      orgId,
-      owner,
-      items.map((i) => i.ownerId),
-      items.map((i) => i.tag.tagType),
-      items.map((i) => i.tag.value),
-      items.map((i) => i.tag.isActive),
-      items.map((i) => i.tag.validFrom ?? null),
-      items.map((i) => i.tag.validTo),
-    ],
-  );
-}
-
 /** Detaches one live tag of this owner; undefined when there is none. */
 export async function detachTag(db: Db, orgId: number, owner: OwnerType, ownerId: number, tagId: number) {
   return queryOne<TagRow>(
