@@ -31,10 +31,10 @@ import {
 } from "@whereabouts/shared";
 import { z } from "zod";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import { recordEventBatches, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
+import { packEventBatches, recordEventBatches, recordEvents, type BuiltEvent, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
 import { insertAssetRecord, newAssetRow, patchAssetRecord } from "../assets/asset-service.ts";
-import { insertAssetsWithTags } from "../assets/asset-store.ts";
+import { insertAssetsWithTags, type CreatedAsset } from "../assets/asset-store.ts";
 import { attachTags } from "../tags/tag-service.ts";
 import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
 import { checkHeader, rowToBody } from "./csv-columns.ts";
@@ -411,33 +411,46 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
       // a chunk that fails (a concurrent write took a key) is retried row by row.
       type Create = { row: number; planned: PlannedRow; raw: Record<string, unknown>; request: AssetCreateRequest };
       let creates: Create[] = [];
+      // A chunk's events are packed into messages while the database inserts the next chunk, and
+      // recorded right after that insert (outside its savepoint): the database never waits for the
+      // packing (1.5-2 s of CPU per 100,000 rows). Each asset's own events stay in order.
+      let unrecorded: EventInput[] = [];
+      async function recordPacked(packed: BuiltEvent[]) {
+        if (packed.length) await timed("outbox", recordEvents(tx, packed));
+      }
       async function flushCreates(chunk: Create[]) {
         if (!chunk.length) return;
         const keyed = await Promise.all(chunk.map(async (c) => ({ ...c, key: c.request.external_key ?? (await mintExternalKey(db, job.org_id, "asset")) })));
-        const chunkEvents: EventInput[] = [];
+        const previous = unrecorded;
+        unrecorded = [];
         await sqlExecute(tx, "SAVEPOINT bulk_chunk");
+        const inserting = timed("assets", insertAssetsWithTags(
+          tx,
+          job.org_id,
+          keyed.map(({ request, key }) => ({
+            ...newAssetRow(request, key),
+            tags: (request.tags ?? []).map((tag) => ({ tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null })),
+          })),
+        ));
+        inserting.catch(() => undefined); // awaited below, after the packing
+        const packed = packEventBatches(previous);
+        let created: CreatedAsset[];
         try {
-          const created = await timed("assets", insertAssetsWithTags(
-            tx,
-            job.org_id,
-            keyed.map(({ request, key }) => ({
-              ...newAssetRow(request, key),
-              tags: (request.tags ?? []).map((tag) => ({ tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null })),
-            })),
-          ));
-          // Per asset, as a create emits: `created` (carrying its tags), then each `attached`.
-          for (const asset of created) {
-            chunkEvents.push({ entity: "asset", verb: "created", orgId: job.org_id, version: asset.version, data: asset.view });
-            for (const tag of asset.tags) chunkEvents.push({ entity: "tag", verb: "attached", orgId: job.org_id, version: tag.version, data: tag.record });
-          }
+          created = await inserting;
           await sqlExecute(tx, "RELEASE SAVEPOINT bulk_chunk");
         } catch {
           await sqlExecute(tx, "ROLLBACK TO SAVEPOINT bulk_chunk");
+          await recordPacked(packed);
           for (const c of chunk) await writeRow(c.row, c.planned, c.raw, c.request);
           return;
         }
+        await recordPacked(packed);
         counts.created += chunk.length;
-        for (const event of chunkEvents) await emit(event);
+        // Per asset, as a create emits: `created` (carrying its tags), then each `attached`.
+        for (const asset of created) {
+          unrecorded.push({ entity: "asset", verb: "created", orgId: job.org_id, version: asset.version, data: asset.view });
+          for (const tag of asset.tags) unrecorded.push({ entity: "tag", verb: "attached", orgId: job.org_id, version: tag.version, data: tag.record });
+        }
       }
 
       const chunkDone = async (rowsWritten: number) => {
@@ -487,6 +500,9 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         const rest = creates;
         await enqueue(async () => {
           await flushCreates(rest);
+          const last = unrecorded;
+          unrecorded = [];
+          await recordPacked(packEventBatches(last));
           await chunkDone(rowNumber);
         });
       } finally {

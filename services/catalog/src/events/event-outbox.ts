@@ -74,7 +74,7 @@ const RELAY_ROW_BYTES = `CASE WHEN subject LIKE '%.${CATALOG_BATCH_ENTITY}.${CAT
 const RELAY_WINDOW = 3;
 
 /** An event built and serialized, before its outbox row exists. */
-type BuiltEvent = Omit<PendingEvent, "outboxId">;
+export type BuiltEvent = Omit<PendingEvent, "outboxId">;
 
 function buildEvent(input: EventInput): BuiltEvent {
   // Built from typed parts (the views come from our own SQL): no parse needed on the way out.
@@ -133,12 +133,13 @@ export async function recordEventInputs(tx: Db, inputs: EventInput[]): Promise<v
 }
 
 /**
- * Records a bulk job's events as batch messages (CatalogEventBatch): each
- * event built whole as it would travel alone, then packed in emit order, per
- * organization, into outbox rows of at most CATALOG_BATCH_MAX_BYTES of event
- * JSON. One row (and one JetStream message) per few hundred events.
+ * A bulk job's events as batch messages (CatalogEventBatch): each event built
+ * whole as it would travel alone, then packed in emit order, per organization,
+ * into messages of at most CATALOG_BATCH_MAX_BYTES of event JSON. One outbox
+ * row (and one JetStream message) per few hundred events. CPU only: a job
+ * builds one chunk's messages while the database writes the next chunk.
  */
-export async function recordEventBatches(tx: Db, inputs: EventInput[]): Promise<number> {
+export function packEventBatches(inputs: EventInput[]): BuiltEvent[] {
   const batches: BuiltEvent[] = [];
   let parts: string[] = [];
   let bytes = 0;
@@ -165,6 +166,12 @@ export async function recordEventBatches(tx: Db, inputs: EventInput[]): Promise<
     bytes += size + 1;
   }
   close();
+  return batches;
+}
+
+/** Records events as batch messages (packEventBatches) in the outbox inside `tx`; returns how many messages. */
+export async function recordEventBatches(tx: Db, inputs: EventInput[]): Promise<number> {
+  const batches = packEventBatches(inputs);
   await recordEvents(tx, batches);
   return batches.length;
 }
