@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream } from "@nats-io/jetstream";
 import { decodeRpcReply, DURABLES, encodeJson, scanSubject, type AssetHistoryItem } from "@whereabouts/shared";
-import { eventually, readDeadLetters } from "@whereabouts/shared/testing";
+import { eventually, readDeadLetters, testCatalogEventHead, testTagRecord } from "@whereabouts/shared/testing";
 import type pg from "pg";
 import type { Stack } from "./harness.ts";
 import { startTrackingContext, type TrackingContext } from "./tracking-support.ts";
@@ -356,16 +356,22 @@ describe("catalog replica", () => {
     const js = jetstream(stack.nc);
     await js.publish(`catalog.events.${orgId}.tag.attached`, new TextEncoder().encode("{garbage"));
     await js.publish(`catalog.events.${orgId}.tag.attached`, encodeJson({ version: 1, entity: "tag" }));
+    // Well formed but for its instant (only the replica's timestamp check refuses it), alongside good events.
+    const badInstant = { ...testCatalogEventHead(orgId, 999_999, 1, "attached"), entity: "tag", data: { ...testTagRecord({ id: 999_999, value: "BAD-INSTANT", owner_type: "asset", owner_id: 999_999 }, "2026-01-01T00:00:00.000Z"), valid_from: "soon" } };
+    await js.publish(`catalog.events.${orgId}.tag.attached`, encodeJson(badInstant));
     const { location, asset, tag } = await seed();
     await publishScan(stack.nc, orgId, scan("2026-05-02T12:00:00Z", { id: location.id }, [tag.value]));
     expect(await historyOf(asset.id, 1)).toHaveLength(1);
     const replica = (await metrics()) as unknown as { replica: { catalogEventsRejected: number } };
-    expect(replica.replica.catalogEventsRejected).toBe(2);
+    expect(replica.replica.catalogEventsRejected).toBe(3);
     const letters = await readDeadLetters(stack.nc, DURABLES.trackingCatalog);
     expect(letters.map((l) => [l.reason, l.subject, l.text])).toEqual([
       ["malformed_event", `catalog.events.${orgId}.tag.attached`, "{garbage"],
       ["malformed_event", `catalog.events.${orgId}.tag.attached`, JSON.stringify({ version: 1, entity: "tag" })],
+      ["malformed_event", `catalog.events.${orgId}.tag.attached`, JSON.stringify(badInstant)],
     ]);
+    const { rows: stored } = await sql.query("SELECT count(*)::int AS n FROM tracking.tags WHERE org_id = $1 AND id = 999999", [orgId]);
+    expect(stored[0].n).toBe(0);
     expect(letters.every((l) => l.detail!.length > 0)).toBe(true);
   });
 

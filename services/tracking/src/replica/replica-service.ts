@@ -197,11 +197,11 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
     const events: Array<{ event: CatalogEvent; streamSeq: number }> = [];
     const poison: Array<{ msg: JsMsg; reason: string }> = [];
     const good: JsMsg[] = [];
+    const parsedByMessage: Array<Array<{ event: CatalogEvent; streamSeq: number }>> = [];
     for (const msg of messages) {
       try {
         const parsed = parseCatalogMessages(msg.subject, msg.data).map((event) => ({ event, streamSeq: msg.seq }));
-        // Timestamps are checked here too, so a bad one is poison, not a failed batch.
-        toReplicaChanges(parsed);
+        parsedByMessage.push(parsed);
         events.push(...parsed);
         good.push(msg);
       } catch (err) {
@@ -209,8 +209,27 @@ export function createReplicaService(deps: { db: TrackingClient; logger: Logger 
         poison.push({ msg, reason: err.message });
       }
     }
+    let changes: ReplicaChanges;
+    try {
+      changes = toReplicaChanges(events);
+    } catch (err) {
+      if (!(err instanceof InvalidCatalogEvent)) throw err;
+      // A bad timestamp is its message's poison, not the batch's: only then is each message checked alone.
+      events.length = 0;
+      const kept = good.splice(0);
+      kept.forEach((msg, i) => {
+        try {
+          toReplicaChanges(parsedByMessage[i]!);
+          events.push(...parsedByMessage[i]!);
+          good.push(msg);
+        } catch (bad) {
+          if (!(bad instanceof InvalidCatalogEvent)) throw bad;
+          poison.push({ msg, reason: bad.message });
+        }
+      });
+      changes = toReplicaChanges(events);
+    }
     const parsedAt = performance.now();
-    const changes = toReplicaChanges(events);
     changes.streamSeq = Math.max(changes.streamSeq, ...messages.map((m) => m.seq));
     try {
       await inTransaction(db, (tx) => applyReplicaChanges(tx, changes));
