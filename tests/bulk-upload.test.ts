@@ -212,6 +212,27 @@ describe("upload", () => {
     expect(await asset("AB-1")).toBeUndefined();
   });
 
+  it("abort: bad rows chunks into the file, while the write follows validation, leave nothing written and are all listed", async () => {
+    const lines = ["external_key,name,tags"];
+    const good = BULK_CHUNK_ROWS * 3;
+    for (let i = 1; i <= good; i++) lines.push(`LB-${i},Asset ${i},rfid:LB-T${i}`);
+    lines.push("LB-BAD,,"); // row good + 1: no name
+    lines.push(`LB-${good + 2},Fine again,`);
+    lines.push("LB-1,Key of row 1,"); // row good + 3
+    const job = await run(`${lines.join("\n")}\n`);
+    expect(job).toMatchObject({ status: "failed", rows_total: good + 3, created: 0, updated: 0, failed_rows: 2 });
+    expect(job.errors.map((e: { row: number; field: string }) => [e.row, e.field])).toEqual([
+      [good + 1, "name"],
+      [good + 3, "external_key"],
+    ]);
+    const [written] = await sql<{ assets: number; events: number }>(
+      `SELECT (SELECT count(*)::int FROM catalog.assets WHERE org_id = $1 AND external_key LIKE 'LB-%') AS assets,
+              (SELECT count(*)::int FROM ${OUTBOX_EVENTS} WHERE o.org_id = $1 AND e->'data'->>'external_key' LIKE 'LB-%') AS events`,
+      [t.orgId],
+    );
+    expect(written).toEqual({ assets: 0, events: 0 });
+  });
+
   it("duplicates are found across chunks of the file and reported on the later row, naming the earlier one", async () => {
     // Rows are checked in chunks of BULK_CHUNK_ROWS: the repeats sit in later chunks than their first use.
     const lines = ["external_key,name,tags"];

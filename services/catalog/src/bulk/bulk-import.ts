@@ -7,9 +7,12 @@
  *   1. validate: the file is read as a stream, each row checked with the
  *      API's own rules (the POST body schema, keys and tags taken in the
  *      organization or earlier in the file); errors name row and field;
- *   2. write: under `abort` only when no row failed, under `skip` the good
- *      rows: the file is read again and every row written in ONE
- *      transaction (savepoint per row), which also marks the job succeeded.
+ *   2. write: the file is read again, a row written once validation has
+ *      decided it (the two run side by side, validation ahead: ValidationGate),
+ *      in ONE transaction (savepoint per chunk of new rows, per updated row),
+ *      which also marks the job written. Under `abort` any failed row rolls it
+ *      all back (validation reads on to list the errors); under `skip` the
+ *      good rows are written.
  *
  * Nothing is ever half-applied: a crash before the commit leaves nothing,
  * and the job (its lease run out) is taken over and run again from the
@@ -187,13 +190,15 @@ export class RowPlans {
 }
 
 /** Pass 1: every row's problems, and what each good row will do. */
-async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, onProgress: (rows: number) => Promise<void>) {
-  return inTransaction(db, async (tx) => {
+async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, plans: RowPlans, gate: ValidationGate, onProgress: (rows: number) => Promise<void>) {
+  {
+    // Outside any transaction: its lookups hold no lock past their statement (the trigram
+    // indexes' ALTER INDEX would wait for them), and the write reads no snapshot of it.
+    const tx = db;
     // Keys and tags met so far in the file, with the row each first appeared on.
     const seenKeys = new SeenValues();
     const seenTags = new SeenValues();
     const errors: RowError[] = [];
-    const plans = new RowPlans();
     let header: string[] = [];
     let rowNumber = 0;
     let pending: Array<{ row: number; key?: string; tags: string[] }> = [];
@@ -273,12 +278,74 @@ async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, onPr
       const request = parsed.data!;
       const key = request.external_key;
       pending.push({ row: rowNumber, ...(key !== undefined ? { key } : {}), tags: (request.tags ?? []).map((t) => `${t.tag_type}:${t.value}`) });
-      if (pending.length >= CHUNK) await checkChunk();
+      if (pending.length >= CHUNK) {
+        await checkChunk();
+        gate.advance(rowNumber);
+      }
       if (rowNumber % PROGRESS_EVERY === 0) await onProgress(rowNumber);
+      gate.checkStopped();
     }
     await checkChunk();
-    return { rowsTotal: rowNumber, errors, plans };
-  });
+    gate.advance(rowNumber);
+    return { rowsTotal: rowNumber, errors };
+  }
+}
+
+/** The write stopped: validation stops reading. */
+class ValidationStopped extends Error {
+  override readonly name = "ValidationStopped";
+}
+
+/**
+ * How far validation has decided the file: the write follows it, writing a row
+ * only once its plan is final (validation runs ahead: it reads and checks a
+ * row in a fraction of the time the database takes to write it).
+ */
+export class ValidationGate {
+  /** Every row up to this one is planned or failed. */
+  private through = 0;
+  ended = false;
+  private error: unknown;
+  private stopped = false;
+  private waiters: Array<{ row: number; resolve: () => void; reject: (err: unknown) => void }> = [];
+
+  /** Rows up to `row` are decided. */
+  advance(row: number): void {
+    this.through = Math.max(this.through, row);
+    this.settle();
+  }
+  /** Validation is over: every row is decided, or it failed with `error`. */
+  end(error?: unknown): void {
+    this.ended = true;
+    this.error = error;
+    this.settle();
+  }
+  /** Resolves once `row` is decided or validation is over; rejects if validation failed. */
+  reach(row: number): Promise<void> | undefined {
+    if (this.error !== undefined) return Promise.reject(this.error);
+    if (row <= this.through || this.ended) return undefined;
+    return new Promise((resolve, reject) => this.waiters.push({ row, resolve, reject }));
+  }
+  /** The write gave up: validation stops at its next row. */
+  stop(): void {
+    this.stopped = true;
+  }
+  checkStopped(): void {
+    if (this.stopped) throw new ValidationStopped("the write stopped");
+  }
+  private settle(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (this.error !== undefined) w.reject(this.error);
+      else if (w.row <= this.through || this.ended) w.resolve();
+      else return true;
+      return false;
+    });
+  }
+}
+
+/** Under on_error=abort validation failed a row: the write rolls back. */
+class RowsFailed extends Error {
+  override readonly name = "RowsFailed";
 }
 
 /** Test and operations hooks into a running job (composition root only). */
@@ -323,23 +390,41 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
       await store.delete(job.object_name).catch(() => undefined);
       return;
     }
-    // While validating, rows_done counts rows read (rows_total is known once the file is read through).
-    // Progress goes out one update after another, without holding up the reading.
+    // Validation (pass 1) reads the file ahead of the write (pass 2), which follows it row by row
+    // through the gate. While validating, rows_done counts rows read; once rows_total is known
+    // (the file read through), rows written. Progress goes out one update after another.
+    const plans = new RowPlans();
+    const gate = new ValidationGate();
     let progress = Promise.resolve();
-    const checked = await validate(db, store, job, async (rows) => {
-      checkSignal(deps.signal);
-      progress = progress.then(() => reportProgress(db, job.id, { rowsDone: rows })).catch(() => undefined);
-    });
-    await progress;
-    const { rowsTotal, errors, plans } = checked;
-    const phaseMs = { validate: Math.round(performance.now() - started), write: 0, publish: 0 };
-    await reportProgress(db, job.id, { rowsDone: 0, rowsTotal });
-    if (plans.failedCount && job.on_error === "abort") {
+    let rowsWritten = 0;
+    const phaseMs = { validate: 0, write: 0, publish: 0 };
+    const validation = (async () => {
+      try {
+        const checked = await validate(db, store, job, plans, gate, async (rows) => {
+          checkSignal(deps.signal);
+          progress = progress.then(() => reportProgress(db, job.id, { rowsDone: rows })).catch(() => undefined);
+        });
+        await progress;
+        phaseMs.validate = Math.round(performance.now() - started);
+        await reportProgress(db, job.id, { rowsDone: rowsWritten, rowsTotal: checked.rowsTotal });
+        gate.end();
+        return checked;
+      } catch (err) {
+        gate.end(err);
+        throw err;
+      }
+    })();
+    validation.catch(() => undefined); // awaited below, whichever way the write ends
+    const refuse = async () => {
+      const { rowsTotal, errors } = await validation;
       await finishJob(db, job.id, { status: "failed", rowsTotal, rowsDone: rowsTotal, created: 0, updated: 0, unchanged: 0, failedRows: plans.failedCount, errors });
       deps.logger.info({ job_id: job.id, rows: rowsTotal, failed_rows: plans.failedCount }, "bulk upload refused: rows failed under on_error=abort");
       await store.delete(job.object_name).catch(() => undefined);
-      return;
-    }
+    };
+    // The first chunk decided (or the whole file, if smaller) tells whether the job is large.
+    await gate.reach(CHUNK);
+    // Refused already: validation reads on (to list the errors), nothing is written.
+    if (plans.failedCount && job.on_error === "abort") return await refuse();
 
     // Pass 2: one transaction; a row that still fails (a concurrent write took its key) rolls back to its savepoint.
     const counts = { created: 0, updated: 0, unchanged: 0 };
@@ -355,7 +440,10 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
     };
     const lateErrors: RowError[] = [];
     if (plans.creates >= DEFER_INDEXES_AFTER_ROWS) deferred = await deferTrigramIndexes(db, deps.logger);
-    await inTransaction(db, async (tx) => {
+    let rowsTotal = 0;
+    const writeStarted = performance.now();
+    try {
+      await inTransaction(db, async (tx) => {
       // Events go to the outbox batch by batch (never all in memory), packed into batch messages
       // (CatalogEventBatch); the relay publishes them after commit.
       let batch: EventInput[] = [];
@@ -474,6 +562,9 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
             continue;
           }
           rowNumber++;
+          rowsWritten = rowNumber - 1;
+          await gate.reach(rowNumber);
+          if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
           const planned = plans.get(rowNumber);
           if (!planned) continue;
           const raw = rowToBody(header, record).body;
@@ -494,7 +585,8 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
           }
           if (rowNumber % PROGRESS_EVERY === 0) {
             checkSignal(deps.signal);
-            void reportProgress(db, job.id, { rowsDone: rowNumber }).catch(() => undefined);
+            // Rows written count once validation is over (until then rows_done is validation's).
+            if (gate.ended) void reportProgress(db, job.id, { rowsDone: rowNumber }).catch(() => undefined);
           }
         }
         const rest = creates;
@@ -511,10 +603,22 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
       }
       await writing;
       await flushEvents();
+      // Validation is over by now (the write read the same file through): its verdict decides.
+      const checked = await validation;
+      if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
+      rowsTotal = checked.rowsTotal;
       // The counts commit with the rows: a written job is exactly what was written.
-      await markJobWritten(tx, job.id, { rowsTotal, ...counts, failedRows: plans.failedCount, errors: [...errors, ...lateErrors].sort((a, b) => a.row - b.row) });
-    });
-    phaseMs.write = Math.round(performance.now() - started) - phaseMs.validate;
+      await markJobWritten(tx, job.id, { rowsTotal, ...counts, failedRows: plans.failedCount, errors: [...checked.errors, ...lateErrors].sort((a, b) => a.row - b.row) });
+      });
+    } catch (err) {
+      // Nothing of the write is left (rolled back). Refused: validation reads on, to list the errors;
+      // anything else: validation stops too.
+      if (err instanceof RowsFailed) return await refuse();
+      gate.stop();
+      await validation.catch(() => undefined);
+      throw err;
+    }
+    phaseMs.write = Math.round(performance.now() - writeStarted);
     // The deferred index entries are merged first (before `succeeded`: searches after it are fast again),
     // then the fresh rows analyzed: the planner must know (autovacuum may be off, or slow to notice).
     // One after the other (ALTER INDEX and ANALYZE would wait on each other's locks), beside the
