@@ -25,26 +25,43 @@ export const DEFER_INDEXES_AFTER_ROWS = 1000;
 
 /**
  * ALTER INDEX takes an ACCESS EXCLUSIVE lock on the index: never wait behind
- * (or hold up) a long search for it; a job that cannot have it runs without.
+ * (or hold up) a long search for it; an index that cannot have it stays as it is.
  */
 const LOCK_TIMEOUT = "2s";
 
+/**
+ * Each index in a transaction of its own: holding one index's lock while
+ * waiting for the next deadlocked with any query that had planned on both
+ * tables (the job's own validation, a search), and one of the two was killed.
+ * Throws the first failure, after trying every index.
+ */
 async function setFastUpdate(db: Pool, on: boolean): Promise<void> {
-  await sqlTransaction(db, async (tx) => {
-    await sqlExecute(tx, `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
-    for (const index of BULK_TRIGRAM_INDEXES) await sqlExecute(tx, `ALTER INDEX ${index} SET (fastupdate = ${on ? "on" : "off"})`);
-  });
+  let failure: unknown;
+  for (const index of BULK_TRIGRAM_INDEXES) {
+    try {
+      await sqlTransaction(db, async (tx) => {
+        await sqlExecute(tx, `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
+        await sqlExecute(tx, `ALTER INDEX ${index} SET (fastupdate = ${on ? "on" : "off"})`);
+      });
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure !== undefined) throw failure;
 }
 
-/** Before a large job writes: entries go to the pending list. Best effort (the job is only slower without). */
+/**
+ * Before a large job writes: entries go to the pending list. Best effort (the
+ * job is only slower without); returns whether the indexes need restoring
+ * after the job (some may have been switched even when others could not).
+ */
 export async function deferTrigramIndexes(db: Pool, logger: Logger): Promise<boolean> {
   try {
     await setFastUpdate(db, true);
-    return true;
   } catch (err) {
-    logger.warn({ err }, "bulk upload: could not defer the trigram indexes; writing them row by row");
-    return false;
+    logger.warn({ err }, "bulk upload: could not defer every trigram index; those left write row by row");
   }
+  return true;
 }
 
 /**
