@@ -111,14 +111,14 @@ export type CatalogEvent = z.infer<typeof CatalogEvent>;
  */
 export const CATALOG_BATCH_ENTITY = "batch";
 export const CATALOG_BATCH_VERB = "events";
-/** Bytes of event JSON per batch message: far under NATS' max_payload (1 MiB by default) even as jsonb text. */
+/** Bytes of event JSON per batch message: far under NATS' max_payload (1 MiB by default). */
 export const CATALOG_BATCH_MAX_BYTES = 128 * 1024;
 /** Bytes a CATALOG consumer takes per batch (ConsumerSpec.maxBatchBytes): a few thousand events a transaction. */
 export const CATALOG_CONSUMER_BATCH_BYTES = 2 * 1024 * 1024;
 /**
  * Messages a CATALOG consumer pulls at once (ConsumerSpec.pullMessages). Batch
- * messages travel as jsonb text (somewhat over CATALOG_BATCH_MAX_BYTES each) and
- * the client refills before a pull is used up: 32 keep about two batches of
+ * messages travel as packed (about CATALOG_BATCH_MAX_BYTES each) and the client
+ * refills before a pull is used up: 32 keep about two batches of
  * CATALOG_CONSUMER_BATCH_BYTES ahead of the handler (128 held some 70 MiB of
  * message data during a 100,000-row import, for no gain in speed).
  */
