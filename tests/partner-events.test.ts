@@ -300,6 +300,13 @@ describe("webhooks", () => {
     expect(bad.body!.error.fields.map((f: { field: string }) => f.field).sort()).toEqual(["extra", "types", "url"]);
     const unknownType = await api("POST", "/api/v1/webhooks", { url: hook.url, types: ["asset.exploded"] });
     expect(unknownType.status).toBe(400);
+    // Postgres text cannot hold NUL: a 400 naming the field, never a 500 (found by the HTTP fuzz test).
+    const nul = await api("PATCH", `/api/v1/webhooks/${id}`, { description: "\u0000" });
+    expect(nul.status, JSON.stringify(nul.body)).toBe(400);
+    expect(nul.body!.error.fields.map((f: { field: string; code: string }) => [f.field, f.code])).toEqual([["description", "invalid_value"]]);
+    const nulUrl = await api("POST", "/api/v1/webhooks", { url: `${hook.url}/a\u0000b`, types: ["asset.created"], description: "x\u0000" });
+    expect(nulUrl.status).toBe(400);
+    expect(nulUrl.body!.error.fields.map((f: { field: string }) => f.field).sort()).toEqual(["description", "url"]);
 
     const { key: reader } = await stack.createKey({ org: t.orgId, scopes: "events:read" });
     const readerAuth = { authorization: `Bearer ${reader}` };

@@ -5,7 +5,7 @@
  * document is generated from them.
  */
 import { z } from "zod";
-import { TAG_TYPES } from "./common.ts";
+import { noNul, TAG_TYPES } from "./common.ts";
 import { checkJsonValue } from "../json-guard.ts";
 import { externalKey } from "../rules/external-key.ts";
 import { parseInstant, rfc3339Message, sameInstant, SENTINEL_INSTANTS, toMicrosText } from "../rules/instant.ts";
@@ -62,10 +62,6 @@ export const validityFields = {
 };
 
 /* ----------------------------------------------------------------- text */
-
-const noNul = (field: string) => (value: string, ctx: Ctx) => {
-  if (value.includes("\u0000")) ctx.addIssue({ code: "custom", message: `${field} must not contain NUL characters` });
-};
 
 /** At most `max` characters (code points): too_long with params.max_length. */
 const maxChars = (field: string, max: number) => (value: string, ctx: Ctx) => {

@@ -31,3 +31,8 @@ export const LIST_LIMIT_MAX = 200;
 
 export const OrgView = z.object({ id: Id, name: z.string(), created_at: Timestamp });
 export type OrgView = z.infer<typeof OrgView>;
+
+/** Text the database stores: no NUL characters (Postgres text cannot hold them). A superRefine for any string field. */
+export const noNul = (field: string) => (value: string, ctx: z.core.$RefinementCtx<string>) => {
+  if (value.includes("\u0000")) ctx.addIssue({ code: "custom", message: `${field} must not contain NUL characters` });
+};

@@ -6,7 +6,7 @@
  * (services/reporting/src/events), never written by hand.
  */
 import { z } from "zod";
-import { Id, Timestamp } from "./common.ts";
+import { Id, noNul, Timestamp } from "./common.ts";
 import { AssetView, LocationView, TagRecord } from "./catalog.ts";
 
 /** The version of every `data` schema below; a breaking change adds a new one. */
@@ -151,6 +151,7 @@ const webhookUrl = z
   .string()
   .min(1)
   .max(WEBHOOK_URL_MAX_LENGTH)
+  .superRefine(noNul("url"))
   .superRefine((value, ctx) => {
     const problem = webhookUrlProblem(value);
     if (problem) ctx.addIssue({ code: "custom", message: problem });
@@ -162,7 +163,7 @@ const webhookTypes = z
   .superRefine((types, ctx) => {
     if (new Set(types).size !== types.length) ctx.addIssue({ code: "custom", message: "types must not repeat a type" });
   });
-const description = z.string().max(WEBHOOK_DESCRIPTION_MAX_LENGTH).nullable();
+const description = z.string().max(WEBHOOK_DESCRIPTION_MAX_LENGTH).superRefine(noNul("description")).nullable();
 
 export const WebhookCreateRequest = z
   .object({ url: webhookUrl, types: webhookTypes, description: description.optional() })
