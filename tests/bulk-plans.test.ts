@@ -9,8 +9,8 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../scripts/migrate.ts";
+import { explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
 import { liveAssetsByKey, takenTags } from "../services/catalog/src/bulk/bulk-import.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 
@@ -37,8 +37,7 @@ const pairs = Array.from({ length: CHUNK }, (_, i) => `rfid:NEW-${i}`);
 const keys = Array.from({ length: CHUNK }, (_, i) => `NEW-${i}`);
 
 beforeAll(async () => {
-  db = await createTestDatabase("bulk_plans");
-  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  db = await createMigratedDatabase("bulk_plans");
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   await pool.query(`ANALYZE catalog.assets; ANALYZE catalog.tags;`);
   await pool.query(`

@@ -7,8 +7,8 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, eventually, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../scripts/migrate.ts";
+import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
 import { findAsset, lockAsset } from "../services/catalog/src/assets/asset-store.ts";
 import { findLocation } from "../services/catalog/src/locations/location-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
@@ -40,8 +40,7 @@ function explaining(): { db: Db; indexes: () => string[] } {
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase("catalog_plans");
-  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  db = await createMigratedDatabase("catalog_plans");
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   // A large import: thousands of assets, each with a tag, in one organization
   // (and a few in another), and no ANALYZE since.

@@ -20,8 +20,8 @@ import {
   type NatsConnection,
   type RunningService,
 } from "@whereabouts/shared";
-import { createTestDatabase, eventually, freePort, waitForPort, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../scripts/migrate.ts";
+import { eventually, freePort, waitForPort, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
 import { startTracking } from "../services/tracking/src/app.ts";
 import { catalogFixture } from "../services/tracking/src/testing/tracking-fixtures.ts";
 
@@ -48,8 +48,7 @@ beforeAll(async () => {
   await waitForPort(natsPort, 10_000);
   await waitForPort(mqttPort, 10_000);
 
-  db = await createTestDatabase("tracking_mqtt");
-  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  db = await createMigratedDatabase("tracking_mqtt");
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   nc = await connectNats({ url: `nats://127.0.0.1:${natsPort}`, name: "test", logger });
   await ensureStreams(nc);

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool, sqlQuery } from "@whereabouts/shared";
-import { createTestDatabase, eventually, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../../../../scripts/migrate.ts";
+import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { BULK_TRIGRAM_INDEXES, deferTrigramIndexes, restoreTrigramIndexes } from "./trigram-indexes.ts";
 
 let database: TestDatabase;
@@ -17,8 +17,7 @@ const logged: string[] = [];
 const logger = { warn: (_: unknown, message: string) => void logged.push(message) } as never;
 
 beforeAll(async () => {
-  database = await createTestDatabase("catalog_trigram_defer");
-  await migrateAll({ DATABASE_URL: database.url }, () => undefined);
+  database = await createMigratedDatabase("catalog_trigram_defer");
   pool = createPool(database.url, 4);
 }, 60_000);
 

@@ -7,16 +7,15 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, explainPlan, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../../../../scripts/migrate.ts";
+import { explainPlan, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { CLAIM_DUE_TRANSITIONS, CLAIM_PLANNER_SETTINGS } from "./rollup-transitions.ts";
 
 let db: TestDatabase;
 let pool: pg.Pool;
 
 beforeAll(async () => {
-  db = await createTestDatabase("rollup_claim_plan");
-  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  db = await createMigratedDatabase("rollup_claim_plan");
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const fill = (from: number, to: number) =>
     pool.query(

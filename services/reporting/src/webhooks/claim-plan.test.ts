@@ -9,15 +9,14 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../../../../scripts/migrate.ts";
+import { explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 
 let db: TestDatabase;
 let pool: pg.Pool;
 
 beforeAll(async () => {
-  db = await createTestDatabase("webhook_claim_plan");
-  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  db = await createMigratedDatabase("webhook_claim_plan");
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const fill = (from: number, to: number) =>
     pool.query(

@@ -10,8 +10,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger, createPool, WEBHOOK_RETRY_WINDOW_MS, type Pool } from "@whereabouts/shared";
-import { createTestDatabase, eventually, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../../../../scripts/migrate.ts";
+import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { RETRY_DELAY_CAP_MS, retryDelayMs, startWebhookDispatcher } from "./dispatcher.ts";
 import { createTargetGuard, type TargetGuard } from "./target-guard.ts";
 
@@ -20,8 +20,7 @@ let pool: Pool;
 const cleanup: Array<() => Promise<void> | void> = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase("webhook_dispatcher");
-  await migrateAll({ DATABASE_URL: db.url }, () => undefined);
+  db = await createMigratedDatabase("webhook_dispatcher");
   pool = createPool(db.url, 4);
 }, 120_000);
 afterAll(async () => {

@@ -5,8 +5,8 @@
  * validity passing (on the database's clock) both make it ask again.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../../../../scripts/migrate.ts";
+import { type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { createTrackingClient, inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
 import { applyReplicaChanges, knownOrgs, type ReplicaChanges, type TagRef, type TagRow } from "./replica-store.ts";
 import { createTagResolver, type TagResolver } from "./tag-resolver.ts";
@@ -17,8 +17,7 @@ let version = 0;
 let streamSeq = 0;
 
 beforeAll(async () => {
-  database = await createTestDatabase("tracking_tag_resolver");
-  await migrateAll({ DATABASE_URL: database.url }, () => undefined);
+  database = await createMigratedDatabase("tracking_tag_resolver");
   db = createTrackingClient(database.url, 2);
 }, 60_000);
 

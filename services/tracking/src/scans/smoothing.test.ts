@@ -5,8 +5,8 @@
  * caught by the scan batch statement and decided again on locked rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
-import { migrateAll } from "../../../../scripts/migrate.ts";
+import { type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { createTrackingClient, inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
 import { recordScans, type ScanRow } from "./scan-store.ts";
 import { epochMicros } from "@whereabouts/shared";
@@ -20,8 +20,7 @@ const base = Date.parse("2026-11-20T10:00:00.000Z");
 const at = (seconds: number) => new Date(base + seconds * 1000).toISOString().replace("Z", "000Z");
 
 beforeAll(async () => {
-  database = await createTestDatabase("tracking_smoothing");
-  await migrateAll({ DATABASE_URL: database.url }, () => undefined);
+  database = await createMigratedDatabase("tracking_smoothing");
   db = createTrackingClient(database.url, 2);
   await query(db, `INSERT INTO tracking.orgs (id, smoothing_window_s) VALUES ($1, 60), ($2, 0)`, [SMOOTHED, UNSMOOTHED]);
 }, 60_000);
