@@ -233,6 +233,20 @@ describe("upload", () => {
     expect(written).toEqual({ assets: 0, events: 0 });
   });
 
+  it("lists at most 1,000 row errors, the first ones by row, while counting every failed row", async () => {
+    const lines = ["external_key,name"];
+    for (let i = 1; i <= 1200; i++) lines.push(i % 2 ? `CAP-${i},` : `CAP-${i},Good ${i}`); // odd rows: no name
+    for (let i = 1201; i <= 1500; i++) lines.push(`CAP-${i},`);
+    const job = await run(`${lines.join("\n")}\n`, { on_error: "skip" });
+    expect(job).toMatchObject({ status: "succeeded", rows_total: 1500, created: 600, failed_rows: 900 });
+    expect(job.errors).toHaveLength(900);
+    const refused = await run(`${lines.join("\n").replaceAll("CAP-", "CAQ-").replace(/,Good \d+/g, ",")}\n`);
+    expect(refused).toMatchObject({ status: "failed", rows_total: 1500, created: 0, failed_rows: 1500 });
+    expect(refused.errors).toHaveLength(1000);
+    expect(refused.errors.map((e: { row: number }) => e.row)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+    expect(refused.errors[0]).toMatchObject({ row: 1, field: "name", code: "too_short" });
+  });
+
   it("duplicates are found across chunks of the file and reported on the later row, naming the earlier one", async () => {
     // Rows are checked in chunks of BULK_CHUNK_ROWS: the repeats sit in later chunks than their first use.
     const lines = ["external_key,name,tags"];
