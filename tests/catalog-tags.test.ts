@@ -171,6 +171,8 @@ describe("embedded tags and creates with tags", () => {
     const k = value("ROLLBACK");
     const dup = await api<Body>("POST", "/api/v1/assets", { name: "x", external_key: k, tags: [{ tag_type: "rfid", value: v1 }] });
     expect(dup.status).toBe(409);
+    // The error names the tag that is taken.
+    expect(dup.body.error.detail).toBe(`A tag with tag_type 'rfid' and value '${v1}' is already attached in this organization`);
     expect((await api<Body>("GET", `/api/v1/assets?external_key=${k}`)).body.data).toEqual([]);
     const inner = await api<Body>("POST", "/api/v1/assets", {
       name: "x",

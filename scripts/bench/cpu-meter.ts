@@ -36,19 +36,22 @@ async function processTicks(pid: number): Promise<{ ticks: number; comm: string 
   }
 }
 
+/** Each process's CPU seconds so far, by pid, with its group. */
+export type CpuSnapshot = Map<number, { group: string; seconds: number }>;
+
 export interface CpuMeter {
-  /** CPU seconds so far per group (Postgres backends that exited meanwhile are not counted). */
-  snapshot(): Promise<CpuSeconds>;
+  /** CPU seconds so far per process of each group (Postgres backends that exited meanwhile are not counted). */
+  snapshot(): Promise<CpuSnapshot>;
 }
 
 export function cpuMeter(services: ReadonlyMap<string, number>): CpuMeter {
   return {
     async snapshot() {
       const hz = clockTicks();
-      const out: CpuSeconds = {};
+      const out: CpuSnapshot = new Map();
       for (const [name, pid] of services) {
         const p = await processTicks(pid);
-        if (p) out[name] = p.ticks / hz;
+        if (p) out.set(pid, { group: name, seconds: p.ticks / hz });
       }
       const own = new Set(services.values());
       for (const entry of await readdir("/proc")) {
@@ -56,21 +59,31 @@ export function cpuMeter(services: ReadonlyMap<string, number>): CpuMeter {
         const p = await processTicks(Number(entry));
         if (!p) continue;
         const group = p.comm === "postgres" ? "postgres" : p.comm === "nats-server" ? "nats" : undefined;
-        if (group) out[group] = (out[group] ?? 0) + p.ticks / hz;
+        if (group) out.set(Number(entry), { group, seconds: p.ticks / hz });
       }
       return out;
     },
   };
 }
 
-/** What each group used between two snapshots, and the total. */
-export function cpuBetween(before: CpuSeconds, after: CpuSeconds): CpuSeconds {
+/**
+ * What each group used between two snapshots, and the total: process by
+ * process, so a Postgres backend that exits in between takes only its own
+ * time out of the figure (summed per group, an exit made Postgres' use
+ * negative, shown as 0); one that started in between counts whole.
+ */
+export function cpuBetween(before: CpuSnapshot, after: CpuSnapshot): CpuSeconds {
+  const used: CpuSeconds = {};
+  for (const [pid, { group, seconds }] of after) {
+    const earlier = before.get(pid);
+    const base = earlier?.group === group ? earlier.seconds : 0;
+    used[group] = (used[group] ?? 0) + Math.max(0, seconds - base);
+  }
   const out: CpuSeconds = {};
   let total = 0;
-  for (const [group, seconds] of Object.entries(after)) {
-    const used = Math.max(0, seconds - (before[group] ?? 0));
-    out[group] = Math.round(used * 100) / 100;
-    total += used;
+  for (const [group, seconds] of Object.entries(used)) {
+    out[group] = Math.round(seconds * 100) / 100;
+    total += seconds;
   }
   out.total = Math.round(total * 100) / 100;
   return out;
