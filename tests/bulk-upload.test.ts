@@ -138,7 +138,7 @@ describe("upload", () => {
   it("each created asset's events carry what reading it shows: its view (created), then each tag's record (attached), by tag id", async () => {
     const csv = [
       "external_key,name,description,is_active,metadata,valid_from,valid_to,tags",
-      'EV-1,Event one,described,true,"{""site"":""north"",""n"":1}",2026-01-01T00:00:00Z,2099-01-01T00:00:00Z,rfid:EV-T1|barcode:EV-B1',
+      'EV-1,Event one,described,true,"{""site"":""north"",""n"":1.50}",2026-01-01T00:00:00.123456Z,2099-01-01T00:00:00Z,rfid:EV-T1|barcode:EV-B1',
       "EV-2,Event two,,false,,,,",
       "EV-3,Event three,,true,,,,ble:EV-L3",
     ].join("\n");
