@@ -118,7 +118,8 @@ describe("the event feed", () => {
     const created = await api("POST", "/api/v1/assets", { name: "Pallet", external_key: "EV-PALLET", tags: [{ tag_type: "rfid", value: "EV-TAG-1" }] });
     expect(created.status).toBe(201);
     const id = created.body!.data.id as number;
-    const updated = await api("PATCH", `/api/v1/assets/${id}`, { name: "Pallet 2" });
+    // Characters an array literal or JSON must escape, carried as written.
+    const updated = await api("PATCH", `/api/v1/assets/${id}`, { name: 'Pallet "2", {x} \\ \u00e9', metadata: { note: 'a "b" \\ c', n: [1, { k: null }] } });
     const renamed = await api("POST", `/api/v1/assets/${id}/rename`, { external_key: "EV-PALLET-2" });
     const tag = await api("POST", `/api/v1/assets/${id}/tags`, { tag_type: "ble", value: "EV-BLE-1" });
     await api("DELETE", `/api/v1/assets/${id}/tags/${tag.body!.data.id}`);
@@ -171,6 +172,7 @@ describe("the event feed", () => {
     expect(events[2]!.data).toEqual(created.body!.data);
     expect(events[3]!.data).toMatchObject({ value: "EV-TAG-1", owner_type: "asset", owner_id: id });
     expect(events[4]!.data).toEqual(updated.body!.data);
+    expect(events[4]!.data.name).toBe('Pallet "2", {x} \\ \u00e9');
     expect(events[5]!.data).toEqual(renamed.body!.data);
     expect(events[6]!.data).toMatchObject({ id: tag.body!.data.id, value: "EV-BLE-1", owner_type: "asset", owner_id: id });
     expect(events[10]!.data).toMatchObject({ value: "EV-TAG-1", owner_id: id });

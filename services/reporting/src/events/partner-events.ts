@@ -6,7 +6,7 @@
  * the feed and the webhooks hold exactly what the read model applied: a
  * redelivered batch adds nothing (unique source id per organization).
  */
-import { newEventId, PARTNER_EVENT_TYPES, unnestColumns, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
+import { arrayLiteral, newEventId, PARTNER_EVENT_TYPES, unnestLiterals, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionBatch } from "../projection/projection-service.ts";
 
@@ -93,8 +93,9 @@ export class PartnerEventBatch {
  * already recorded (its source id) adds nothing. The deliveries: one per
  * matching, live webhook, in feed order. Returns how many deliveries were queued.
  */
-export async function insertPartnerEvents(tx: SqlRunner, count: number, select: string, columns: unknown[][]): Promise<number> {
-  const ids = Array.from({ length: count }, () => newEventId());
+export async function insertPartnerEvents(tx: SqlRunner, count: number, select: string, columns: unknown[]): Promise<number> {
+  // Array literals (arrayLiteral): node-postgres would escape each value of each array one by one.
+  const ids = arrayLiteral(Array.from({ length: count }, () => newEventId()));
   const rows = await tx.$queryRawUnsafe<unknown[]>(
     `WITH ins AS (
        INSERT INTO reporting.partner_events (id, org_id, type, occurred_at, occurred, ordering_key, source_id, data)
@@ -124,11 +125,15 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
     queued += await insertPartnerEvents(
       tx,
       r.length,
-      `SELECT u.id, u.org_id, u.type, u.occurred_at, u.occurred_at::timestamptz, u.ordering_key, u.source_id, u.data
-           FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::json[])
-                WITH ORDINALITY AS u(id, org_id, type, occurred_at, ordering_key, source_id, data, ord)
+      // The records' data as one JSON array, split by Postgres (json keeps each record's text as
+      // written): as a json[] parameter, each record's JSON was escaped again into an array literal
+      // (a 100,000-row import's 200,000 records: 1 s of reporting's CPU and much of its garbage).
+      `SELECT u.id, u.org_id, u.type, u.occurred_at, u.occurred_at::timestamptz, u.ordering_key, u.source_id, d.data
+           FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])
+                WITH ORDINALITY AS u(id, org_id, type, occurred_at, ordering_key, source_id, ord)
+           JOIN json_array_elements($7::json) WITH ORDINALITY AS d(data, ord) ON d.ord = u.ord
           ORDER BY u.ord`,
-      [...unnestColumns(r, "orgId", "type", "occurredAt", "orderingKey", "sourceId"), r.map((e) => JSON.stringify(e.data))],
+      [...unnestLiterals(r, "orgId", "type", "occurredAt", "orderingKey", "sourceId"), `[${r.map((e) => JSON.stringify(e.data)).join(",")}]`],
     );
   }
   if (batch.moves.length) {
@@ -148,7 +153,7 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
            LEFT JOIN reporting.locations lf ON lf.org_id = m.org_id AND lf.location_id = m.from_id
            LEFT JOIN reporting.locations lt ON lt.org_id = m.org_id AND lt.location_id = m.to_id
           ORDER BY m.ord`,
-      unnestColumns(m, "orgId", "assetId", "fromLocationId", "toLocationId", "observedAt", "sourceId"),
+      unnestLiterals(m, "orgId", "assetId", "fromLocationId", "toLocationId", "observedAt", "sourceId"),
     );
   }
   return queued;

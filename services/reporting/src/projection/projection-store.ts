@@ -114,7 +114,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 name_lower = EXCLUDED.name_lower, external_key_lower = EXCLUDED.external_key_lower,
                 valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
           WHERE t.catalog_version < EXCLUDED.catalog_version`,
-        ...unnestColumns(rows, "orgId", "assetId", "version", "externalKey", "name", "validFrom", "validTo", "deletedAt"),
+        ...unnestLiterals(rows, "orgId", "assetId", "version", "externalKey", "name", "validFrom", "validTo", "deletedAt"),
       );
     },
 
@@ -133,7 +133,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 AS u(org_id, tag_id, asset_id, tag_type, value, is_active, valid_from, valid_to, asset_version)
            JOIN ${t("assets")} a ON a.org_id = u.org_id AND a.asset_id = u.asset_id AND a.catalog_version = u.asset_version
          ON CONFLICT (org_id, tag_id) DO NOTHING`,
-        ...unnestColumns(rows, "orgId", "tagId", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "assetVersion"),
+        ...unnestLiterals(rows, "orgId", "tagId", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "assetVersion"),
       );
     },
 
@@ -149,7 +149,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 value_lower = EXCLUDED.value_lower, is_active = EXCLUDED.is_active, valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to,
                 deleted_at = EXCLUDED.deleted_at
           WHERE t.version < EXCLUDED.version`,
-        ...unnestColumns(rows, "orgId", "tagId", "version", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "deletedAt"),
+        ...unnestLiterals(rows, "orgId", "tagId", "version", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "deletedAt"),
       );
     },
 
