@@ -3,7 +3,7 @@
  * tags): set-based, version-checked upserts fed by the CATALOG stream, and the
  * resolution queries scans run against it.
  */
-import { effectiveSql, unnestColumns } from "@whereabouts/shared";
+import { effectiveSql, unnestColumns, unnestLiterals } from "@whereabouts/shared";
 import { execute, query, type Db } from "../db/tracking-db.ts";
 
 export interface LocationRow {
@@ -122,13 +122,15 @@ export async function applyReplicaChanges(tx: Db, changes: ReplicaChanges): Prom
   if (changes.assets.length) {
     await execute(
       tx,
+      // Array literals, not a JSON document: a bulk import's 100,000 assets and tags are parsed
+      // about a fifth faster by unnest than by jsonb_to_recordset, and built in one pass.
       `INSERT INTO tracking.assets AS t (org_id, id, deleted_at, version)
        SELECT x.org_id, x.id, x.deleted_at, x.version
-         FROM jsonb_to_recordset($1::jsonb) AS x(org_id int, id int, deleted_at timestamptz, version int)
+         FROM unnest($1::int[], $2::int[], $3::timestamptz[], $4::int[]) AS x(org_id, id, deleted_at, version)
         ORDER BY x.org_id, x.id
        ON CONFLICT (org_id, id) DO UPDATE SET deleted_at = excluded.deleted_at, version = excluded.version
         WHERE excluded.version > t.version`,
-      [JSON.stringify(changes.assets)],
+      unnestLiterals(changes.assets, "org_id", "id", "deleted_at", "version"),
     );
   }
   for (const [rows, onConflict] of [
@@ -149,12 +151,12 @@ export async function applyReplicaChanges(tx: Db, changes: ReplicaChanges): Prom
                                        deleted_at, version)
        SELECT x.org_id, x.id, x.tag_type, x.value, x.owner_type, x.owner_id, x.is_active, x.valid_from, x.valid_to,
               x.deleted_at, x.version
-         FROM jsonb_to_recordset($1::jsonb) AS x(org_id int, id int, tag_type text, value text, owner_type text,
-                                                 owner_id int, is_active boolean, valid_from timestamptz,
-                                                 valid_to timestamptz, deleted_at timestamptz, version int)
+         FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[], $7::boolean[], $8::timestamptz[],
+                     $9::timestamptz[], $10::timestamptz[], $11::int[])
+              AS x(org_id, id, tag_type, value, owner_type, owner_id, is_active, valid_from, valid_to, deleted_at, version)
         ORDER BY x.org_id, x.id
        ON CONFLICT (org_id, id) ${onConflict}`,
-      [JSON.stringify(rows)],
+      unnestLiterals(rows, "org_id", "id", "tag_type", "value", "owner_type", "owner_id", "is_active", "valid_from", "valid_to", "deleted_at", "version"),
     );
   }
   const resolving = new Set([...changes.assets, ...changes.tags, ...changes.embeddedTags].map((row) => row.org_id));
