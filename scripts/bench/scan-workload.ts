@@ -58,6 +58,9 @@ export class FleetModel {
     this.members = locations.map(() => []);
   }
 
+  /** Reads that moved an asset (its location changed) since the model began: each writes a history row, smoothed or not. */
+  moves = 0;
+
   locationIndexOf(asset: number): number {
     return this.locationOf[asset]!;
   }
@@ -65,6 +68,7 @@ export class FleetModel {
   move(asset: number, location: number): void {
     const from = this.locationOf[asset]!;
     if (from === location) return;
+    this.moves++;
     if (from >= 0) {
       const list = this.members[from]!;
       const at = this.slot[asset]!;
