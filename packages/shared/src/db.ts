@@ -59,38 +59,11 @@ export async function dropDatabase(connectionString: string): Promise<void> {
 
 /**
  * One array per field, in order: the parameters of a batch statement that
- * reads its rows with `unnest($1::int[], $2::text[], ...)`.
+ * reads its rows with `unnest($1::int[], $2::text[], ...)` (each goes out as
+ * one array literal: statementParams).
  */
 export function unnestColumns<R>(rows: readonly R[], ...fields: Array<keyof R>): unknown[][] {
   return fields.map((field) => rows.map((row) => row[field]));
-}
-
-/** Elements that must be quoted in an array literal: empty, NULL in any case, or holding a delimiter, quote or space. */
-const NEEDS_QUOTES = /^$|^null$|[{}",\\\s]/i;
-
-/**
- * An array parameter as Postgres' array literal text (`{1,2,NULL}`), built in
- * one pass; cast it in SQL as usual (`$1::int[]`). node-postgres prepares a
- * JS array element by element through several calls each: a tenth of
- * tracking's CPU went there in scan batches of 30,000 values. Numbers,
- * booleans and plain strings need no escaping here; others are quoted.
- */
-export function arrayLiteral(values: ReadonlyArray<number | boolean | string | null | undefined>): string {
-  let out = "{";
-  for (let i = 0; i < values.length; i++) {
-    if (i) out += ",";
-    const v = values[i];
-    if (v === null || v === undefined) out += "NULL";
-    else if (typeof v === "number") out += String(v);
-    else if (typeof v === "boolean") out += v ? "t" : "f";
-    else out += NEEDS_QUOTES.test(v) ? `"${v.replace(/[\\"]/g, "\\$&")}"` : v;
-  }
-  return `${out}}`;
-}
-
-/** As unnestColumns, each column as an array literal (arrayLiteral). */
-export function unnestLiterals<R>(rows: readonly R[], ...fields: Array<keyof R>): string[] {
-  return fields.map((field) => arrayLiteral(rows.map((row) => row[field] as number | boolean | string | null | undefined)));
 }
 
 export const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { arrayLiteral, createPool } from "./db.ts";
+import { createPool } from "./db.ts";
+import { arrayLiteral, sqlQuery, statementParams } from "./sql.ts";
 import { isLockConflict, sqlQueryOne, sqlStateOf } from "./sql.ts";
 import { ConnectionWaitTimeoutError, createSqlClient, TransactionTimeoutError, type SqlClient } from "./sql-client.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
@@ -184,6 +185,35 @@ describe("array literals (arrayLiteral)", () => {
       arrayLiteral([]),
     );
     expect(row).toEqual({ texts, ints, bools, n: 0 });
+  });
+
+  it("are what statementParams makes of arrays of plain values, and only of those", () => {
+    const when = new Date("2026-11-27T08:00:00Z");
+    expect(statementParams([[1, null, "a b", true], "x", 7, [when], [[1, 2]], [{ k: 1 }], []])).toEqual([
+      '{1,NULL,"a b",t}',
+      "x",
+      7,
+      [when],
+      [[1, 2]],
+      [{ k: 1 }],
+      "{}",
+    ]);
+  });
+
+  it("are how plain JS arrays go out, through both SQL surfaces; other arrays go as node-postgres sends them", async () => {
+    const texts = ["plain", "", "NULL", "a,b", '"q"', "back\\slash", "{x}", "ünï", null];
+    const ints = [3, null, -1];
+    const sql = `SELECT $1::text[] AS texts, $2::int[] AS ints, $3::timestamptz[] AS times, $4::bigint[] AS big`;
+    const expected = { texts, ints, times: [new Date("2026-11-27T08:00:00.123Z")], big: ["9007199254740993"] };
+    const [viaRunner] = await client.$queryRawUnsafe<Array<Record<string, unknown>>>(sql, texts, ints, [new Date("2026-11-27T08:00:00.123Z")], [9007199254740993n]);
+    expect({ ...viaRunner, big: (viaRunner!.big as unknown[]).map(String) }).toEqual(expected);
+    const pool = createPool(db.url, 1);
+    try {
+      const [viaPool] = await sqlQuery<Record<string, unknown>>(pool, sql, [texts, ints, [new Date("2026-11-27T08:00:00.123Z")], ["9007199254740993"]]);
+      expect({ ...viaPool, big: (viaPool!.big as unknown[]).map(String) }).toEqual(expected);
+    } finally {
+      await pool.end();
+    }
   });
 });
 

@@ -26,7 +26,7 @@
  */
 import pg from "pg";
 import { createPool } from "./db.ts";
-import { checkout, statementName, transactionOn } from "./sql.ts";
+import { checkout, statementName, statementParams, transactionOn } from "./sql.ts";
 
 /** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */
 export interface SqlRunner {
@@ -112,7 +112,7 @@ async function run(db: Queryable, text: string, values: unknown[], prepare: bool
     const result = (await db.query({ text, types: TYPES })) as pg.QueryResult | pg.QueryResult[];
     return Array.isArray(result) ? result[result.length - 1]! : result;
   }
-  const params = values.map(sqlParam);
+  const params = statementParams(values.map(sqlParam));
   const name = prepare ? statementName(text) : undefined;
   return db.query(name ? { name, text, values: params, types: TYPES } : { text, values: params, types: TYPES });
 }

@@ -30,9 +30,46 @@ export function statementName(text: string): string | undefined {
   return name;
 }
 
+/** Elements that must be quoted in an array literal: empty, NULL in any case, or holding a delimiter, quote or space. */
+const NEEDS_QUOTES = /^$|^null$|[{}",\\\s]/i;
+
+type PlainValue = number | boolean | string | null | undefined;
+
+/**
+ * An array parameter as Postgres' array literal text (`{1,2,NULL}`), built in
+ * one pass; cast it in SQL as usual (`$1::int[]`). node-postgres prepares a
+ * JS array element by element through several calls each (and quotes and
+ * escapes every string): a tenth of tracking's CPU went there in scan batches
+ * of 30,000 values, and a bulk job's event JSON was escaped twice over.
+ */
+export function arrayLiteral(values: ReadonlyArray<PlainValue>): string {
+  let out = "{";
+  for (let i = 0; i < values.length; i++) {
+    if (i) out += ",";
+    const v = values[i];
+    if (v === null || v === undefined) out += "NULL";
+    else if (typeof v === "number") out += String(v);
+    else if (typeof v === "boolean") out += v ? "t" : "f";
+    else out += NEEDS_QUOTES.test(v) ? `"${v.replace(/[\\"]/g, "\\$&")}"` : v;
+  }
+  return `${out}}`;
+}
+
+const isPlain = (v: unknown): v is PlainValue => v === null || v === undefined || typeof v === "number" || typeof v === "boolean" || typeof v === "string";
+
+/**
+ * A statement's parameters as they go to node-postgres: an array of plain
+ * values (numbers, booleans, strings, nulls) as one array literal
+ * (arrayLiteral), anything else as given (pg serializes it).
+ */
+export function statementParams(values: unknown[]): unknown[] {
+  return values.map((v) => (Array.isArray(v) && v.every(isPlain) ? arrayLiteral(v) : v));
+}
+
 export async function sqlQuery<T>(db: Sql, text: string, values: unknown[] = []): Promise<T[]> {
   const name = statementName(text);
-  const result = await db.query(name ? { name, text, values } : { text, values });
+  const params = statementParams(values);
+  const result = await db.query(name ? { name, text, values: params } : { text, values: params });
   return result.rows as T[];
 }
 
@@ -43,7 +80,8 @@ export async function sqlQueryOne<T>(db: Sql, text: string, values: unknown[] = 
 /** Rows the statement affected. */
 export async function sqlExecute(db: Sql, text: string, values: unknown[] = []): Promise<number> {
   const name = statementName(text);
-  const result = await db.query(name ? { name, text, values } : { text, values });
+  const params = statementParams(values);
+  const result = await db.query(name ? { name, text, values: params } : { text, values: params });
   return result.rowCount ?? 0;
 }
 

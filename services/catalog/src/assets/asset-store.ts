@@ -1,5 +1,5 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
-import { arrayLiteral, type AssetPositionEvent, type AssetView, containsPattern, newerSql, type SortKey, unnestColumns, unnestLiterals, wireTimestampSql } from "@whereabouts/shared";
+import { type AssetPositionEvent, type AssetView, containsPattern, newerSql, type SortKey, unnestColumns, wireTimestampSql } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
@@ -133,10 +133,10 @@ export async function insertAssetsWithTags(db: Db, orgId: number, inputs: NewAss
        FROM a LEFT JOIN owned ON owned.owner_id = a.id`,
     [
       orgId,
-      ...unnestLiterals(inputs, "externalKey", "name", "description", "isActive"),
-      arrayLiteral(inputs.map((i) => JSON.stringify(i.metadata))),
-      ...unnestLiterals(inputs, "validFrom", "validTo"),
-      ...unnestLiterals(tags, "assetKey", "tagType", "value", "isActive", "validFrom", "validTo"),
+      ...unnestColumns(inputs, "externalKey", "name", "description", "isActive"),
+      inputs.map((i) => JSON.stringify(i.metadata)),
+      ...unnestColumns(inputs, "validFrom", "validTo"),
+      ...unnestColumns(tags, "assetKey", "tagType", "value", "isActive", "validFrom", "validTo"),
     ],
   );
   // RETURNING keeps no input order: back in it by key (live keys are unique per organization).

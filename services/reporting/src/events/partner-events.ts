@@ -6,7 +6,7 @@
  * the feed and the webhooks hold exactly what the read model applied: a
  * redelivered batch adds nothing (unique source id per organization).
  */
-import { arrayLiteral, newEventId, PARTNER_EVENT_TYPES, unnestLiterals, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
+import { newEventId, PARTNER_EVENT_TYPES, unnestColumns, type AssetPositionEvent, type PartnerEventType } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionBatch } from "../projection/projection-service.ts";
 
@@ -94,8 +94,7 @@ export class PartnerEventBatch {
  * matching, live webhook, in feed order. Returns how many deliveries were queued.
  */
 export async function insertPartnerEvents(tx: SqlRunner, count: number, select: string, columns: unknown[]): Promise<number> {
-  // Array literals (arrayLiteral): node-postgres would escape each value of each array one by one.
-  const ids = arrayLiteral(Array.from({ length: count }, () => newEventId()));
+  const ids = Array.from({ length: count }, () => newEventId());
   const rows = await tx.$queryRawUnsafe<unknown[]>(
     `WITH ins AS (
        INSERT INTO reporting.partner_events (id, org_id, type, occurred_at, occurred, ordering_key, source_id, data)
@@ -133,7 +132,7 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
                 WITH ORDINALITY AS u(id, org_id, type, occurred_at, ordering_key, source_id, ord)
            JOIN json_array_elements($7::json) WITH ORDINALITY AS d(data, ord) ON d.ord = u.ord
           ORDER BY u.ord`,
-      [...unnestLiterals(r, "orgId", "type", "occurredAt", "orderingKey", "sourceId"), `[${r.map((e) => JSON.stringify(e.data)).join(",")}]`],
+      [...unnestColumns(r, "orgId", "type", "occurredAt", "orderingKey", "sourceId"), `[${r.map((e) => JSON.stringify(e.data)).join(",")}]`],
     );
   }
   if (batch.moves.length) {
@@ -153,7 +152,7 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
            LEFT JOIN reporting.locations lf ON lf.org_id = m.org_id AND lf.location_id = m.from_id
            LEFT JOIN reporting.locations lt ON lt.org_id = m.org_id AND lt.location_id = m.to_id
           ORDER BY m.ord`,
-      unnestLiterals(m, "orgId", "assetId", "fromLocationId", "toLocationId", "observedAt", "sourceId"),
+      unnestColumns(m, "orgId", "assetId", "fromLocationId", "toLocationId", "observedAt", "sourceId"),
     );
   }
   return queued;

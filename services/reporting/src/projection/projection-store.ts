@@ -5,7 +5,7 @@
  * and batches may arrive in any order. The schema is a parameter so the
  * rebuild can fill `reporting_build` with the same code.
  */
-import { newerSql, unnestColumns, unnestLiterals } from "@whereabouts/shared";
+import { newerSql, unnestColumns } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { AssetRow, LocationRow, PositionRow, TagRow } from "./projection-types.ts";
 
@@ -114,7 +114,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 name_lower = EXCLUDED.name_lower, external_key_lower = EXCLUDED.external_key_lower,
                 valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to, deleted_at = EXCLUDED.deleted_at
           WHERE t.catalog_version < EXCLUDED.catalog_version`,
-        ...unnestLiterals(rows, "orgId", "assetId", "version", "externalKey", "name", "validFrom", "validTo", "deletedAt"),
+        ...unnestColumns(rows, "orgId", "assetId", "version", "externalKey", "name", "validFrom", "validTo", "deletedAt"),
       );
     },
 
@@ -133,7 +133,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 AS u(org_id, tag_id, asset_id, tag_type, value, is_active, valid_from, valid_to, asset_version)
            JOIN ${t("assets")} a ON a.org_id = u.org_id AND a.asset_id = u.asset_id AND a.catalog_version = u.asset_version
          ON CONFLICT (org_id, tag_id) DO NOTHING`,
-        ...unnestLiterals(rows, "orgId", "tagId", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "assetVersion"),
+        ...unnestColumns(rows, "orgId", "tagId", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "assetVersion"),
       );
     },
 
@@ -149,7 +149,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
                 value_lower = EXCLUDED.value_lower, is_active = EXCLUDED.is_active, valid_from = EXCLUDED.valid_from, valid_to = EXCLUDED.valid_to,
                 deleted_at = EXCLUDED.deleted_at
           WHERE t.version < EXCLUDED.version`,
-        ...unnestLiterals(rows, "orgId", "tagId", "version", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "deletedAt"),
+        ...unnestColumns(rows, "orgId", "tagId", "version", "assetId", "tagType", "value", "isActive", "validFrom", "validTo", "deletedAt"),
       );
     },
 
@@ -183,8 +183,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
          INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)
          SELECT org_id, asset_id, true FROM placed WHERE first ORDER BY org_id, asset_id
          ON CONFLICT (org_id, asset_id) DO UPDATE SET scanned = true WHERE NOT a.scanned`,
-        // Array literals: thousands of positions a batch, which node-postgres would escape value by value.
-        ...unnestLiterals(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
+        ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
       );
     },
   };

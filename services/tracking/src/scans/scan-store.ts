@@ -2,7 +2,7 @@
  * The hot SQL of ingestion, set-based: idempotency keys, then positions and
  * history in one statement per batch.
  */
-import { arrayLiteral, epochMicrosSql, microsTimestampSql, unnestColumns, unnestLiterals } from "@whereabouts/shared";
+import { epochMicrosSql, microsTimestampSql, unnestColumns } from "@whereabouts/shared";
 import { query, type Db } from "../db/tracking-db.ts";
 
 /**
@@ -17,7 +17,7 @@ export async function claimKeys(tx: Db, keys: Array<{ orgId: number; key: string
      SELECT * FROM unnest($1::int[], $2::text[]) ORDER BY 1, 2
      ON CONFLICT DO NOTHING
      RETURNING org_id, key`,
-    unnestLiterals(keys, "orgId", "key"),
+    unnestColumns(keys, "orgId", "key"),
   );
   return new Set(rows.map((r) => `${r.org_id}|${r.key}`));
 }
@@ -142,11 +142,10 @@ export async function recordScans(tx: Db, rows: ScanRow[]): Promise<RecordedScan
        FROM ranked r
        LEFT JOIN history h ON h.org_id = r.org_id AND h.asset_id = r.asset_id AND h.observed_key = r.micros * ${MAX_TIES}
       WHERE r.keep AND (r.nth > 1 OR h.org_id IS NULL)`,
-    // Array literals: tens of thousands of values a batch, which node-postgres would escape one by one.
     [
-      ...unnestLiterals(rows, "orgId", "assetId", "observedAt", "locationId", "ord"),
-      arrayLiteral(rows.map((r) => r.keep !== false)),
-      arrayLiteral(rows.map((r) => r.heldCount ?? null)),
+      ...unnestColumns(rows, "orgId", "assetId", "observedAt", "locationId", "ord"),
+      rows.map((r) => r.keep !== false),
+      rows.map((r) => r.heldCount ?? null),
     ],
   );
   const ties = result.filter((r) => r.kind === "tie");
