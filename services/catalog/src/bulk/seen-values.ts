@@ -58,9 +58,10 @@ export class SeenValues {
     this.arena.write(value, this.used, "utf8");
     this.used += bytes;
     if (this.count === this.hashes.length) {
-      this.hashes = grow(this.hashes, new Uint32Array(this.hashes.length * 2));
-      this.rows = grow(this.rows, new Int32Array(this.rows.length * 2));
-      this.starts = grow(this.starts, new Int32Array(this.rows.length + 1));
+      const capacity = this.count * 2;
+      this.hashes = grow(this.hashes, new Uint32Array(capacity));
+      this.rows = grow(this.rows, new Int32Array(capacity));
+      this.starts = grow(this.starts, new Int32Array(capacity + 1));
     }
     this.hashes[this.count] = hash;
     this.rows[this.count] = row;
