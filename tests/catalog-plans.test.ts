@@ -9,9 +9,11 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
-import { findAsset, lockAsset } from "../services/catalog/src/assets/asset-store.ts";
+import { ASSET_LIST, findAsset, lockAsset, type AssetFilters } from "../services/catalog/src/assets/asset-store.ts";
 import { findLocation } from "../services/catalog/src/locations/location-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
+import { createCountCache } from "../services/catalog/src/requests/count-cache.ts";
+import { listRecords } from "../services/catalog/src/requests/list-query.ts";
 
 let db: TestDatabase;
 let pool: pg.Pool;
@@ -96,5 +98,39 @@ describe("never-analyzed catalog", () => {
     expect(plan.indexes()).toContain("locations_pkey");
     expect(plan.indexes()).toContain("tags_org_id_owner_type_owner_id_idx");
     expect(plan.indexes().filter((i) => i.startsWith("seq:"))).toEqual([]);
+  });
+});
+
+describe("list pages", () => {
+  const everything: AssetFilters = { externalKeys: [], locationIds: [], locationKeys: [], isActive: undefined, includeDeleted: false, q: undefined };
+
+  // Planning the render (a view with embedded tags) cost about as much as running it:
+  // with the page's LIMIT and OFFSET inside it, Postgres re-planned it for every page.
+  it("render their records through one generic plan on a connection, whatever the page", async () => {
+    // Analyzed (the never-analyzed reads above are done): the planner's estimates are real ones.
+    await pool.query("ANALYZE catalog.assets, catalog.tags, catalog.asset_positions, catalog.locations");
+    const one = new pg.Pool({ connectionString: db.url, max: 1 });
+    try {
+      const counts = createCountCache();
+      const seen = new Set<string>();
+      for (let n = 0; n < 8; n++) {
+        const page = await listRecords(one, ASSET_LIST, 1, everything, [{ field: "external_key" }], { limit: 50, offset: n * 50 }, { cache: counts, catalogSeq: undefined });
+        const records = JSON.parse(page.data) as Array<{ external_key: string; tags: unknown[] }>;
+        expect(records).toHaveLength(50);
+        expect(records.every((r) => r.tags.length === 1)).toBe(true);
+        for (const r of records) seen.add(r.external_key);
+        expect(page.total).toBe(7840);
+      }
+      expect(seen.size).toBe(400);
+      const { rows } = await one.query<{ generic_plans: string; custom_plans: string }>(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%string_agg%page_ids%'",
+      );
+      expect(rows).toHaveLength(1);
+      // Postgres tries a custom plan for the first five executions, then keeps the generic one.
+      expect(Number(rows[0]!.custom_plans)).toBeLessThanOrEqual(5);
+      expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(3);
+    } finally {
+      await one.end();
+    }
   });
 });
