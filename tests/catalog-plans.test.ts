@@ -6,6 +6,7 @@
  * really run.
  */
 import pg from "pg";
+import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
@@ -43,7 +44,7 @@ function explaining(): { db: Db; indexes: () => string[] } {
 
 beforeAll(async () => {
   db = await createMigratedDatabase("catalog_plans");
-  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  pool = createPool(db.url, 2);
   // A large import: thousands of assets, each with a tag, in one organization
   // (and a few in another), and no ANALYZE since.
   await pool.query(`
@@ -109,12 +110,12 @@ describe("list pages", () => {
   it("render their records through one generic plan on a connection, whatever the page", async () => {
     // Analyzed (the never-analyzed reads above are done): the planner's estimates are real ones.
     await pool.query("ANALYZE catalog.assets, catalog.tags, catalog.asset_positions, catalog.locations");
-    const one = new pg.Pool({ connectionString: db.url, max: 1 });
+    const one = createPool(db.url, 1);
     try {
       const counts = createCountCache();
       const seen = new Set<string>();
       for (let n = 0; n < 8; n++) {
-        const page = await listRecords(one, ASSET_LIST, 1, everything, [{ field: "external_key" }], { limit: 50, offset: n * 50 }, { cache: counts, catalogSeq: undefined });
+        const page = await listRecords(one, ASSET_LIST, 1, everything, [{ field: "external_key", descending: false }], { limit: 50, offset: n * 50 }, { cache: counts, catalogSeq: undefined });
         const records = JSON.parse(page.data) as Array<{ external_key: string; tags: unknown[] }>;
         expect(records).toHaveLength(50);
         expect(records.every((r) => r.tags.length === 1)).toBe(true);

@@ -2,7 +2,9 @@
  * runBatchConsumer's byte bound: a consumer that has fallen behind a stream of
  * large messages (tracking's positions messages carry a thousand positions)
  * takes batches of at most `maxBatchBytes` (at least one message), so its
- * transactions and its memory stay bounded however far behind it is.
+ * transactions and its memory stay bounded however far behind it is. And its
+ * linger: under a stream of small messages a batch waits briefly for more
+ * (until it is full), but the first message starts at once.
  */
 import { jetstream } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,6 +63,90 @@ describe("runBatchConsumer bounded by bytes", () => {
       expect(batches.some((b) => b.length === 2)).toBe(true);
     } finally {
       await worker.stop();
+    }
+  });
+});
+
+describe("runBatchConsumer lingering for a fuller batch", () => {
+  /** A consumer on its own durable that records its batches; `hold` keeps the next batch from returning until released. */
+  async function recording(durable: string, lingerMs: number, batchSize: number) {
+    const batches: string[][] = [];
+    let hold: Promise<void> | undefined;
+    const worker = await runBatchConsumer({
+      nc,
+      spec: { stream: STREAMS.TRACKING.name, durable, filterSubjects: [`tracking.events.9.asset.${durable}`], ackWaitMs: 30_000, maxDeliver: -1, batchSize, lingerMs },
+      logger,
+      handle: async (messages) => {
+        batches.push(messages.map((m) => new TextDecoder().decode(m.data)));
+        for (const m of messages) m.ack();
+        await hold;
+      },
+    });
+    const js = jetstream(nc);
+    const publish = async (...bodies: string[]) => {
+      for (const body of bodies) await js.publish(`tracking.events.9.asset.${durable}`, new TextEncoder().encode(body));
+    };
+    const holdNext = () => {
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      return () => {
+        hold = undefined;
+        release();
+      };
+    };
+    return { worker, batches, publish, holdNext };
+  }
+
+  it("starts the first message at once, then gathers messages that keep coming until the batch is full", async () => {
+    // A minute of linger: a batch that waited for it would outlast the test's own timeout.
+    const c = await recording("linger", 60_000, 6);
+    try {
+      const release = c.holdNext();
+      await c.publish("m1");
+      await eventually(async () => (c.batches.length === 1 ? true : undefined));
+      // While the first batch runs, two more arrive and wait in the buffer.
+      await c.publish("m2", "m3");
+      await eventually(async () => (c.worker.buffered() === 2 ? true : undefined));
+      release();
+      // The previous batch has just ended: the next waits for more rather than starting with two.
+      await c.publish("m4", "m5", "m6", "m7");
+      await eventually(async () => (c.worker.processed() === 7 ? true : undefined));
+      expect(c.batches).toEqual([["m1"], ["m2", "m3", "m4", "m5", "m6", "m7"]]);
+    } finally {
+      await c.worker.stop();
+    }
+  });
+
+  it("stops at once while a batch lingers, and hands over what it held", async () => {
+    const c = await recording("linger-stop", 60_000, 100);
+    const release = c.holdNext();
+    await c.publish("a");
+    await eventually(async () => (c.batches.length === 1 ? true : undefined));
+    await c.publish("b");
+    await eventually(async () => (c.worker.buffered() === 1 ? true : undefined));
+    release();
+    // "b" now lingers for more (a minute, well past the test's timeout) until stop wakes it.
+    await c.worker.stop();
+    expect(c.batches.flat()).toEqual(["a", "b"]);
+  });
+
+  it("takes batches as they come with no linger", async () => {
+    const c = await recording("no-linger", 0, 6);
+    try {
+      const release = c.holdNext();
+      await c.publish("m1");
+      await eventually(async () => (c.batches.length === 1 ? true : undefined));
+      await c.publish("m2", "m3");
+      await eventually(async () => (c.worker.buffered() === 2 ? true : undefined));
+      const holdAgain = c.holdNext();
+      release();
+      await eventually(async () => (c.batches.length === 2 ? true : undefined));
+      await c.publish("m4");
+      holdAgain();
+      await eventually(async () => (c.worker.processed() === 4 ? true : undefined));
+      expect(c.batches).toEqual([["m1"], ["m2", "m3"], ["m4"]]);
+    } finally {
+      await c.worker.stop();
     }
   });
 });
