@@ -5,7 +5,7 @@
  * tag of the organization. Checked with EXPLAIN on the statements the stores
  * really run.
  */
-import pg from "pg";
+import type pg from "pg";
 import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
