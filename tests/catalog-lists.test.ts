@@ -189,6 +189,17 @@ describe("q", () => {
     expect(keys(await api<Body>("GET", "/api/v1/locations?q=doc"))).toEqual(["DOCK"]);
   });
 
+  it("sorts and pages its matches as the list does, in either direction and by several fields", async () => {
+    const matches = await api<Body>("GET", "/api/v1/assets?q=e&sort=name,-external_key");
+    expect(keys(matches)).toEqual(["D-4", "C-3", "B-2", "A-1", "E-5"]);
+    const page = await api<Body>("GET", "/api/v1/assets?q=e&sort=name,-external_key&limit=2&offset=1");
+    expect(keys(page)).toEqual(["C-3", "B-2"]);
+    expect(page.body.total_count).toBe(5);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=p&sort=-created_at"))).toEqual(["D-4", "C-3"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=apple&sort=-updated_at,name"))).toEqual(["D-4", "C-3"]);
+    expect(keys(await api<Body>("GET", "/api/v1/assets?q=a&sort=-external_key&offset=3"))).toEqual(["B-2", "A-1"]);
+  });
+
   it("matches location tag values", async () => {
     const l = await post("/api/v1/locations", { name: "Gate", tags: [{ tag_type: "barcode", value: "GATE-BARCODE-77" }] });
     expect(keys(await api<Body>("GET", "/api/v1/locations?q=barcode-77"))).toEqual([l.external_key]);

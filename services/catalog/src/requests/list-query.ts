@@ -11,8 +11,12 @@ export const readQ = (reader: QueryReader): string | undefined => reader.search(
 
 /** A sort field is one column or several expressions (sorted the same way). */
 export function orderBy<F extends string>(keys: SortKey<F>[], columns: Record<F, string | string[]>, idColumn: string): string {
-  const parts = keys.flatMap((k) => [columns[k.field]].flat().map((c) => `${c} ${k.descending ? "DESC" : "ASC"}`));
-  return [...parts, `${idColumn} ASC`].join(", ");
+  return [...sortTerms(keys, columns).map((t) => `${t.expression} ${t.direction}`), `${idColumn} ASC`].join(", ");
+}
+
+/** The sort's expressions in order, each with its direction (the id, last, is the caller's). */
+function sortTerms<F extends string>(keys: SortKey<F>[], columns: Record<F, string | string[]>) {
+  return keys.flatMap((k) => [columns[k.field]].flat().map((expression) => ({ expression, direction: k.descending ? "DESC" : "ASC" })));
 }
 
 export type { FieldError };
@@ -97,10 +101,13 @@ export async function listRecords<F extends object, S extends string>(
     total = cached;
   } else {
     const searched = "q" in filters && filters.q !== undefined;
+    // The hits carry their sort values, so sorting them reads no row a second time.
+    const terms = sortTerms(sort, list.sortColumns);
     const idsAndCount = searched
-      ? `WITH hits AS MATERIALIZED (SELECT ${alias}.id FROM ${table} ${alias} WHERE ${conditions})
-         SELECT ARRAY(SELECT ${alias}.id FROM ${table} ${alias} WHERE ${alias}.id IN (SELECT id FROM hits)
-                       ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}) AS ids,
+      ? `WITH hits AS MATERIALIZED (SELECT ${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}
+                                    FROM ${table} ${alias} WHERE ${conditions})
+         SELECT ARRAY(SELECT id FROM hits ORDER BY ${[...terms.map((t, i) => `sort_${i} ${t.direction}`), "id ASC"].join(", ")}
+                       LIMIT ${limit} OFFSET ${offset}) AS ids,
                 (SELECT count(*)::int FROM hits) AS total`
       : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
     ({ ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!);
