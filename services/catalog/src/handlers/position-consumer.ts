@@ -52,10 +52,22 @@ export async function startPositionConsumer(deps: {
   const { db, logger } = deps;
   const jsm = await jetstreamManager(deps.nc);
   await jsm.consumers.delete(POSITION_CONSUMER.stream, RETIRED_DURABLE).catch(() => false);
-  const handle = async (messages: JsMsg[], settle: BatchSettlement) => {
+  return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle: positionBatchHandler(db), logger, metrics: deps.metrics });
+}
+
+/**
+ * One batch of position messages: the moves of every well-formed message in
+ * one statement, then their acks; a malformed message is dead-lettered.
+ */
+export function positionBatchHandler(db: CatalogClient) {
+  return async (messages: JsMsg[], settle: BatchSettlement): Promise<void> => {
     const events: AssetPositionEvent[] = [];
     const applied: JsMsg[] = [];
-    for (const msg of messages) {
+    for (const [i, msg] of messages.entries()) {
+      // A positions message takes 2-3 ms to decode and check (1,000 items) and a batch
+      // holds up to 4 MiB of them: between messages, requests waiting on this process
+      // (API reads) go first.
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       let parsed;
       try {
         parsed = positionEventsOf(msg.subject, decodeJson(msg.data));
@@ -73,5 +85,4 @@ export async function startPositionConsumer(deps: {
     await applyPositions(db, events);
     for (const msg of applied) msg.ack();
   };
-  return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle, logger, metrics: deps.metrics });
 }
