@@ -1,9 +1,9 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
-import { type AssetPositionEvent, type AssetView, containsPattern, newerSql, type SortKey, unnestColumns, wireTimestampSql } from "@whereabouts/shared";
+import { type AssetPositionEvent, type AssetView, containsPattern, newerSql, type SortKey, unnestColumns } from "@whereabouts/shared";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, nameOrder, NOW_MS, searchMatch, searchRowMatch, tagRecordJson, tagViewJson, visibleTag } from "../db/sql-fragments.ts";
+import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatch, searchRowMatch, tagRecordJson, tagViewJson, viewJsonSql, viewTextSql, visibleTag, type ViewField } from "../db/sql-fragments.ts";
 import type { NewTag, TagRow } from "../tags/tag-store.ts";
 import { orderBy, recordConditions, type RecordList } from "../requests/list-query.ts";
 
@@ -22,27 +22,32 @@ const JOIN_LOCATION_PER_ROW = `LEFT JOIN LATERAL (
      WHERE ap.asset_id = a.id OFFSET 0) l ON true`;
 
 /** The AssetView of row `a`, its tags and location given as SQL. */
-const assetViewJson = (tags: string, location: { id: string; externalKey: string }) => `json_build_object(
-  'id', a.id,
-  'external_key', a.external_key,
-  'name', a.name,
-  'description', a.description,
-  'is_active', a.is_active,
-  'metadata', a.metadata,
-  'valid_from', ${wireTimestampSql("a.valid_from")},
-  'valid_to', ${wireTimestampSql("a.valid_to")},
-  'location_id', ${location.id},
-  'location_external_key', ${location.externalKey},
-  'created_at', ${wireTimestampSql("a.created_at")},
-  'updated_at', ${wireTimestampSql("a.updated_at")},
-  'deleted_at', ${wireTimestampSql("a.deleted_at")},
-  'tags', ${tags})`;
+const assetFields = (tags: string, location: { id: string; externalKey: string }): ViewField[] => [
+  ["id", "a.id", "scalar"],
+  ["external_key", "a.external_key", "string"],
+  ["name", "a.name", "string"],
+  ["description", "a.description", "string"],
+  ["is_active", "a.is_active", "scalar"],
+  ["metadata", "a.metadata", "json"],
+  ["valid_from", "a.valid_from", "timestamp"],
+  ["valid_to", "a.valid_to", "timestamp"],
+  ["location_id", location.id, "scalar"],
+  ["location_external_key", location.externalKey, "string"],
+  ["created_at", "a.created_at", "timestamp"],
+  ["updated_at", "a.updated_at", "timestamp"],
+  ["deleted_at", "a.deleted_at", "timestamp"],
+  ["tags", tags, "json"],
+];
+const assetViewJson = (tags: string, location: { id: string; externalKey: string }) => viewJsonSql(assetFields(tags, location));
 
-const VIEW = assetViewJson(embeddedTags("asset", "a"), { id: "l.id", externalKey: "l.external_key" });
+const AT_LOCATION = { id: "l.id", externalKey: "l.external_key" };
+const VIEW = assetViewJson(embeddedTags("asset", "a"), AT_LOCATION);
+/** VIEW as JSON text, for what is sent on as it is. */
+const VIEW_TEXT = viewTextSql(assetFields(embeddedTagsText("asset", "a"), AT_LOCATION));
 
 export type AssetState = RecordState<AssetView>;
 
-const reads = recordReads<AssetView>("catalog.assets", "a", VIEW, JOIN_LOCATION);
+const reads = recordReads<AssetView>("catalog.assets", "a", { json: VIEW, text: VIEW_TEXT }, JOIN_LOCATION);
 export const findAsset = reads.find;
 export const lockAsset = reads.lock;
 export const loadAsset = reads.load;
@@ -217,7 +222,7 @@ const SORT_COLUMNS: Record<AssetSortField, string | string[]> = {
 export const ASSET_LIST: RecordList<AssetFilters, AssetSortField> = {
   table: "catalog.assets",
   alias: "a",
-  view: VIEW,
+  viewText: VIEW_TEXT,
   joins: JOIN_LOCATION,
   sortColumns: SORT_COLUMNS,
   where,
@@ -287,7 +292,7 @@ export async function exportAssets(
   const page = async (params: Params, chosen: string) => {
     const rows = await query<{ view: string; cursor: string[] }>(
       db,
-      `SELECT ${VIEW}::text AS view, ${cursorOf} AS cursor
+      `SELECT ${VIEW_TEXT} AS view, ${cursorOf} AS cursor
          FROM (${chosen}) a
          ${JOIN_LOCATION_PER_ROW}
         ORDER BY ${order}`,

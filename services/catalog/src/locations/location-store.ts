@@ -2,40 +2,44 @@
  * Location queries: views (parent joined at read time), lists, writes, and the
  * tree walks — each one recursive CTE, paged in SQL, live rows only.
  */
-import { containsPattern, type Page, sqlOffset, wireTimestampSql } from "@whereabouts/shared";
+import { containsPattern, type Page, sqlOffset } from "@whereabouts/shared";
 import type { LocationView } from "@whereabouts/shared";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, nameOrder, NOW_MS, searchMatch } from "../db/sql-fragments.ts";
+import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatch, viewJsonSql, viewTextSql, type ViewField } from "../db/sql-fragments.ts";
 import { recordConditions, type RecordList } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
 const JOIN_PARENT = `LEFT JOIN catalog.locations p ON p.id = l.parent_id AND p.org_id = l.org_id`;
 
-const VIEW = `json_build_object(
-  'id', l.id,
-  'external_key', l.external_key,
-  'name', l.name,
-  'description', l.description,
-  'is_active', l.is_active,
-  'parent_id', p.id,
-  'parent_external_key', p.external_key,
-  'is_zone', l.is_zone,
-  'max_dwell_s', l.max_dwell_s,
-  'valid_from', ${wireTimestampSql("l.valid_from")},
-  'valid_to', ${wireTimestampSql("l.valid_to")},
-  'created_at', ${wireTimestampSql("l.created_at")},
-  'updated_at', ${wireTimestampSql("l.updated_at")},
-  'deleted_at', ${wireTimestampSql("l.deleted_at")},
-  'tags', ${embeddedTags("location", "l")})`;
+const locationFields = (tags: string): ViewField[] => [
+  ["id", "l.id", "scalar"],
+  ["external_key", "l.external_key", "string"],
+  ["name", "l.name", "string"],
+  ["description", "l.description", "string"],
+  ["is_active", "l.is_active", "scalar"],
+  ["parent_id", "p.id", "scalar"],
+  ["parent_external_key", "p.external_key", "string"],
+  ["is_zone", "l.is_zone", "scalar"],
+  ["max_dwell_s", "l.max_dwell_s", "scalar"],
+  ["valid_from", "l.valid_from", "timestamp"],
+  ["valid_to", "l.valid_to", "timestamp"],
+  ["created_at", "l.created_at", "timestamp"],
+  ["updated_at", "l.updated_at", "timestamp"],
+  ["deleted_at", "l.deleted_at", "timestamp"],
+  ["tags", tags, "json"],
+];
+const VIEW = viewJsonSql(locationFields(embeddedTags("location", "l")));
+/** VIEW as JSON text, for what is sent on as it is. */
+const VIEW_TEXT = viewTextSql(locationFields(embeddedTagsText("location", "l")));
 
 /** Bounds every walk, so even corrupt data could not loop forever. */
 const MAX_DEPTH = 100_000;
 
 export type LocationState = RecordState<LocationView>;
 
-const reads = recordReads<LocationView>("catalog.locations", "l", VIEW, JOIN_PARENT);
+const reads = recordReads<LocationView>("catalog.locations", "l", { json: VIEW, text: VIEW_TEXT }, JOIN_PARENT);
 export const findLocation = reads.find;
 export const lockLocation = reads.lock;
 export const loadLocation = reads.load;
@@ -201,8 +205,8 @@ export async function treePage(
     `${cte},
      page AS (SELECT r.* FROM rows r ORDER BY ${order} LIMIT $3 OFFSET $4)
      SELECT (SELECT count(*)::int FROM rows) AS total,
-            COALESCE((SELECT json_agg(${VIEW} ORDER BY ${order})
-                        FROM page r JOIN catalog.locations l ON l.id = r.id ${JOIN_PARENT}), '[]'::json)::text AS data`,
+            '[' || COALESCE((SELECT string_agg(${VIEW_TEXT}, ',' ORDER BY ${order})
+                               FROM page r JOIN catalog.locations l ON l.id = r.id ${JOIN_PARENT}), '') || ']' AS data`,
     [orgId, id, page.limit, sqlOffset(page)],
   );
   return { data: row!.data, total: row!.total };
@@ -252,7 +256,7 @@ const SORT_COLUMNS: Record<LocationSortField, string | string[]> = {
 export const LOCATION_LIST: RecordList<LocationFilters, LocationSortField> = {
   table: "catalog.locations",
   alias: "l",
-  view: VIEW,
+  viewText: VIEW_TEXT,
   joins: JOIN_PARENT,
   sortColumns: SORT_COLUMNS,
   where,

@@ -43,8 +43,8 @@ export function recordConditions(
 export interface RecordList<F, S extends string> {
   table: string;
   alias: string;
-  /** The record's JSON view of row `alias`, and the joins it reads. */
-  view: string;
+  /** The record's view of row `alias` as JSON text (viewTextSql), and the joins it reads. */
+  viewText: string;
   joins: string;
   sortColumns: Record<S, string | string[]>;
   /** The filters as ANDed conditions, the organization's and the currently-effective predicate among them. */
@@ -121,10 +121,10 @@ export async function listRecords<F extends object, S extends string>(
  * The records of the int[] of ids $2 of the organization $1, as one JSON array
  * text `data` in the ids' order.
  */
-function renderIds(list: Pick<RecordList<unknown, string>, "table" | "alias" | "view" | "joins">): string {
+function renderIds(list: Pick<RecordList<unknown, string>, "table" | "alias" | "viewText" | "joins">): string {
   let sql = RENDERS.get(list);
   if (sql === undefined) {
-    sql = `SELECT '[' || COALESCE(string_agg((${list.view})::text, ',' ORDER BY page_ids.n), '') || ']' AS data
+    sql = `SELECT '[' || COALESCE(string_agg(${list.viewText}, ',' ORDER BY page_ids.n), '') || ']' AS data
        FROM unnest($2::int[]) WITH ORDINALITY AS page_ids(id, n)
        JOIN ${list.table} ${list.alias} ON ${list.alias}.id = page_ids.id AND ${list.alias}.org_id = $1
        ${list.joins}`;

@@ -2,33 +2,36 @@
  * Scan point queries: the record (location key joined at read time), the
  * list, and the writes. Every statement filters on org_id.
  */
-import { wireTimestampSql } from "@whereabouts/shared";
 import type { ScanPointView } from "@whereabouts/shared";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { queryOne, type Db, type Params } from "../db/catalog-db.ts";
 import { softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { NOW_MS } from "../db/sql-fragments.ts";
+import { NOW_MS, viewJsonSql, viewTextSql, type ViewField } from "../db/sql-fragments.ts";
 import { recordConditions, type RecordList } from "../requests/list-query.ts";
 
 export const SCAN_POINT_LIVE_UNIQUE_INDEX = "scan_points_org_id_source_antenna_live_key";
 
 const JOIN_LOCATION = `JOIN catalog.locations l ON l.id = s.location_id AND l.org_id = s.org_id`;
 
-const VIEW = `json_build_object(
-  'id', s.id,
-  'source', s.source,
-  'antenna', s.antenna,
-  'location_id', l.id,
-  'location_external_key', l.external_key,
-  'valid_from', ${wireTimestampSql("s.valid_from")},
-  'valid_to', ${wireTimestampSql("s.valid_to")},
-  'created_at', ${wireTimestampSql("s.created_at")},
-  'updated_at', ${wireTimestampSql("s.updated_at")},
-  'deleted_at', ${wireTimestampSql("s.deleted_at")})`;
+const FIELDS: ViewField[] = [
+  ["id", "s.id", "scalar"],
+  ["source", "s.source", "string"],
+  ["antenna", "s.antenna", "scalar"],
+  ["location_id", "l.id", "scalar"],
+  ["location_external_key", "l.external_key", "string"],
+  ["valid_from", "s.valid_from", "timestamp"],
+  ["valid_to", "s.valid_to", "timestamp"],
+  ["created_at", "s.created_at", "timestamp"],
+  ["updated_at", "s.updated_at", "timestamp"],
+  ["deleted_at", "s.deleted_at", "timestamp"],
+];
+const VIEW = viewJsonSql(FIELDS);
+/** VIEW as JSON text, for what is sent on as it is. */
+const VIEW_TEXT = viewTextSql(FIELDS);
 
 export type ScanPointState = RecordState<ScanPointView>;
 
-const reads = recordReads<ScanPointView>("catalog.scan_points", "s", VIEW, JOIN_LOCATION);
+const reads = recordReads<ScanPointView>("catalog.scan_points", "s", { json: VIEW, text: VIEW_TEXT }, JOIN_LOCATION);
 export const findScanPoint = reads.find;
 export const lockScanPoint = reads.lock;
 export const loadScanPoint = reads.load;
@@ -109,7 +112,7 @@ function where(p: Params, orgId: number, f: ScanPointFilters): string[] {
 export const SCAN_POINT_LIST: RecordList<ScanPointFilters, ScanPointSortField> = {
   table: "catalog.scan_points",
   alias: "s",
-  view: VIEW,
+  viewText: VIEW_TEXT,
   joins: JOIN_LOCATION,
   sortColumns: SORT_COLUMNS,
   where,
