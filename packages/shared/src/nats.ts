@@ -242,6 +242,9 @@ export function respondRpc(msg: Msg, reply: RpcReply, requestId: string, tracepa
   msg.respond(data, { headers });
 }
 
+/** The HTTP headers an RPC reply carries (Location, Retry-After, ...), by name. Built once: zod schemas cost to make. */
+const RpcReplyHeaders = z.record(z.string(), z.string());
+
 /** Reads an RPC reply message without decoding its body; throws when it is not one. */
 export function readRpcReply(msg: Msg, subject: string): RawRpcReply {
   const status = Number(msg.headers?.get(HEADER_RPC_STATUS));
@@ -249,7 +252,7 @@ export function readRpcReply(msg: Msg, subject: string): RawRpcReply {
   const rawHeaders = msg.headers?.get(HEADER_RPC_HEADERS);
   let headers: Record<string, string> = {};
   if (rawHeaders) {
-    const parsed = z.record(z.string(), z.string()).safeParse(JSON.parse(rawHeaders));
+    const parsed = RpcReplyHeaders.safeParse(JSON.parse(rawHeaders));
     if (!parsed.success) throw new Error(`Reply on ${subject} has malformed headers`);
     headers = parsed.data;
   }
