@@ -94,19 +94,24 @@ describe("runBatchConsumer lingering for a fuller batch", () => {
         release();
       };
     };
-    return { worker, batches, publish, holdNext };
+    /** `first` taken as a batch that is held running while `waiting` arrive and wait in the buffer; returns its release. */
+    const firstHeldWhile = async (first: string, ...waiting: string[]) => {
+      const release = holdNext();
+      await publish(first);
+      await eventually(async () => (batches.length === 1 ? true : undefined));
+      await publish(...waiting);
+      await eventually(async () => (worker.buffered() === waiting.length ? true : undefined));
+      return release;
+    };
+    return { worker, batches, publish, holdNext, firstHeldWhile };
   }
 
   it("starts the first message at once, then gathers messages that keep coming until the batch is full", async () => {
     // A minute of linger: a batch that waited for it would outlast the test's own timeout.
     const c = await recording("linger", 60_000, 6);
     try {
-      const release = c.holdNext();
-      await c.publish("m1");
-      await eventually(async () => (c.batches.length === 1 ? true : undefined));
       // While the first batch runs, two more arrive and wait in the buffer.
-      await c.publish("m2", "m3");
-      await eventually(async () => (c.worker.buffered() === 2 ? true : undefined));
+      const release = await c.firstHeldWhile("m1", "m2", "m3");
       release();
       // The previous batch has just ended: the next waits for more rather than starting with two.
       await c.publish("m4", "m5", "m6", "m7");
@@ -119,11 +124,7 @@ describe("runBatchConsumer lingering for a fuller batch", () => {
 
   it("stops at once while a batch lingers, and hands over what it held", async () => {
     const c = await recording("linger-stop", 60_000, 100);
-    const release = c.holdNext();
-    await c.publish("a");
-    await eventually(async () => (c.batches.length === 1 ? true : undefined));
-    await c.publish("b");
-    await eventually(async () => (c.worker.buffered() === 1 ? true : undefined));
+    const release = await c.firstHeldWhile("a", "b");
     release();
     // "b" now lingers for more (a minute, well past the test's timeout) until stop wakes it.
     await c.worker.stop();
@@ -133,11 +134,7 @@ describe("runBatchConsumer lingering for a fuller batch", () => {
   it("takes batches as they come with no linger", async () => {
     const c = await recording("no-linger", 0, 6);
     try {
-      const release = c.holdNext();
-      await c.publish("m1");
-      await eventually(async () => (c.batches.length === 1 ? true : undefined));
-      await c.publish("m2", "m3");
-      await eventually(async () => (c.worker.buffered() === 2 ? true : undefined));
+      const release = await c.firstHeldWhile("m1", "m2", "m3");
       const holdAgain = c.holdNext();
       release();
       await eventually(async () => (c.batches.length === 2 ? true : undefined));

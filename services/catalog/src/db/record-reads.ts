@@ -17,18 +17,17 @@ export interface RecordState<V> {
   valid_to_us: string | null;
 }
 
-/** The record `alias` of `table`, rendered by `view` (as json, and as JSON text for a GET) over `joins`. */
+/** The record `alias` of `table`, rendered by its views (json, and JSON text for a GET) over `joins`. */
 export function recordReads<V>(table: RecordTable, alias: string, views: { json: string; text: string }, joins: string) {
-  const view = views.json;
   const byId = (lock?: "UPDATE" | "SHARE") => `${rowById(table, "$2", lock)} ${alias} ${joins}`;
   // Built once: a statement's text is the key of its prepared statement, and building and hashing
   // a view's kilobyte-and-a-half of SQL on every GET showed in catalog's profile.
   const findSql = `SELECT ${views.text} AS view FROM ${byId()} WHERE ${alias}.org_id = $1 AND ${alias}.deleted_at IS NULL`;
   const lockSql = (mode: "UPDATE" | "SHARE") =>
-    `SELECT ${view} AS view, ${alias}.version, ${microsTimestampSql(`${alias}.valid_from`)} AS valid_from_us, ${microsTimestampSql(`${alias}.valid_to`)} AS valid_to_us
+    `SELECT ${views.json} AS view, ${alias}.version, ${microsTimestampSql(`${alias}.valid_from`)} AS valid_from_us, ${microsTimestampSql(`${alias}.valid_to`)} AS valid_to_us
        FROM ${byId(mode)} WHERE ${alias}.org_id = $1 AND ${alias}.deleted_at IS NULL`;
   const lockSqls = { UPDATE: lockSql("UPDATE"), SHARE: lockSql("SHARE") };
-  const loadSql = `SELECT ${view} AS view, ${alias}.version FROM ${byId()} WHERE ${alias}.org_id = $1`;
+  const loadSql = `SELECT ${views.json} AS view, ${alias}.version FROM ${byId()} WHERE ${alias}.org_id = $1`;
   return {
     /** A live record by id (no effectiveness predicate: visibility rule 3), as JSON text. */
     async find(db: Db, orgId: number, id: number): Promise<string | undefined> {

@@ -101,20 +101,27 @@ export async function listRecords<F extends object, S extends string>(
     total = cached;
   } else {
     const searched = "q" in filters && filters.q !== undefined;
-    // The hits carry their sort values, so sorting them reads no row a second time.
-    const terms = sortTerms(sort, list.sortColumns);
     const idsAndCount = searched
-      ? `WITH hits AS MATERIALIZED (SELECT ${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}
-                                    FROM ${table} ${alias} WHERE ${conditions})
-         SELECT ARRAY(SELECT id FROM hits ORDER BY ${[...terms.map((t, i) => `sort_${i} ${t.direction}`), "id ASC"].join(", ")}
-                       LIMIT ${limit} OFFSET ${offset}) AS ids,
-                (SELECT count(*)::int FROM hits) AS total`
+      ? searchedIdsAndCount(table, alias, conditions, sortTerms(sort, list.sortColumns), limit, offset)
       : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
     ({ ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!);
   }
   if (!ids.length) return { data: "[]", total };
   const row = await queryOne<{ data: string }>(db, renderIds(list), [orgId, ids]);
   return { data: row!.data, total };
+}
+
+/**
+ * The ids and count of a `q` list: the search runs once for both (a
+ * materialized CTE), and the hits carry their sort values, so sorting them
+ * reads no row a second time.
+ */
+function searchedIdsAndCount(table: string, alias: string, conditions: string, terms: ReturnType<typeof sortTerms>, limit: string, offset: string): string {
+  return `WITH hits AS MATERIALIZED (SELECT ${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}
+                                  FROM ${table} ${alias} WHERE ${conditions})
+       SELECT ARRAY(SELECT id FROM hits ORDER BY ${[...terms.map((t, i) => `sort_${i} ${t.direction}`), "id ASC"].join(", ")}
+                     LIMIT ${limit} OFFSET ${offset}) AS ids,
+              (SELECT count(*)::int FROM hits) AS total`;
 }
 
 /**
