@@ -271,6 +271,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     const started = Date.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    let timedOut = false;
     try {
       options.guard.checkLiteral(row.url);
       const secrets = row.previous_secret ? [row.secret, row.previous_secret] : [row.secret];
@@ -284,9 +285,13 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
       });
       if (statusCode < 200 || statusCode > 299) error = statusCode >= 300 && statusCode < 400 ? "redirects are not followed" : null;
     } catch (err) {
+      timedOut = err instanceof AttemptTimedOut;
       error = err instanceof TargetRefusedError ? `refused: ${err.message}` : err instanceof Error ? err.message : String(err);
     }
-    const durationMs = Date.now() - started;
+    // A timer counts from the event loop's cached time, which can be a millisecond behind
+    // `started`: a timed-out attempt lasted the whole timeout, whatever the clocks say.
+    let durationMs = Date.now() - started;
+    if (timedOut) durationMs = Math.max(durationMs, timeoutMs);
     if (statusCode !== null && statusCode >= 200 && statusCode <= 299) {
       if (row.recorded_at) metrics?.webhookLag.observe((Date.now() - row.recorded_at.getTime()) / 1000);
       return { ...base, statusCode, durationMs, error: null, state: "delivered", nextAttemptAt: null };
@@ -362,7 +367,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
       };
       // One timer for the whole exchange, waiting for a connection included.
       const deadline = setTimeout(() => {
-        const err = new Error(controller ? `no answer within ${timeoutMs} ms` : `no connection within ${timeoutMs} ms`);
+        const err = new AttemptTimedOut(controller ? `no answer within ${timeoutMs} ms` : `no connection within ${timeoutMs} ms`);
         settle(err);
         controller?.abort(err);
       }, timeoutMs);
@@ -487,3 +492,6 @@ export function startWebhookDispatcher(options: DispatcherOptions): Worker & { p
     },
   };
 }
+
+/** No complete answer (or no connection) within the timeout. */
+class AttemptTimedOut extends Error {}
