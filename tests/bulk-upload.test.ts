@@ -461,6 +461,41 @@ describe("jobs", () => {
       (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${OUTBOX_EVENTS} WHERE e->>'entity' = 'asset' AND e->>'verb' = 'created' AND e->'data'->>'external_key' LIKE 'MID-%'`))[0]!.n,
     ).toBe(total);
   });
+
+  it("a chunk whose key another write took meanwhile is written row by row: only that row fails, every other row and event once", async () => {
+    const { reached, release } = await holdJobsAfterFirstChunk();
+    const total = BULK_CHUNK_ROWS * 2 + 10;
+    const rows = Array.from({ length: total }, (_, i) => `RACE-${i},Race ${i},rfid:RACE-T${i}`);
+    const res = await upload(["external_key,name,tags", ...rows].join("\n"), { on_error: "skip" });
+    expect(res.statusCode).toBe(202);
+    expect(await reached.promise).toBe(BULK_CHUNK_ROWS);
+    // Validation has passed the whole file (rows_total known) before the key is taken: only the write can meet it.
+    await eventually(async () => {
+      const job = (await stack.gateway.inject({ method: "GET", url: res.headers.location as string, headers: t.auth })).json().data;
+      return job.rows_total === total ? job : undefined;
+    });
+    const takenRow = BULK_CHUNK_ROWS + 7; // in the second chunk (rows count from 1)
+    const taken = await stack.gateway.inject({ method: "POST", url: "/api/v1/assets", headers: t.auth, payload: { external_key: `RACE-${takenRow - 1}`, name: "Taken meanwhile" } });
+    expect(taken.statusCode, taken.body).toBe(201);
+    release.open();
+    const job = await finished(res.headers.location as string);
+    expect(job).toMatchObject({ status: "succeeded", rows_total: total, created: total - 1, failed_rows: 1 });
+    expect(job.errors).toEqual([expect.objectContaining({ row: takenRow, field: "(row)", code: "conflict" })]);
+    expect((await asset(`RACE-${takenRow - 1}`)).name).toBe("Taken meanwhile");
+    // Every job row's events once, the first chunk's included (recorded behind the failed chunk, then again after its rollback).
+    const events = await sql<{ verb: string; n: number; keys: number }>(
+      `SELECT e->>'verb' AS verb, count(*)::int AS n, count(DISTINCT coalesce(e->'data'->>'external_key', e->'data'->>'value'))::int AS keys
+         FROM ${OUTBOX_EVENTS} WHERE o.org_id = $1 AND (e->'data'->>'external_key' LIKE 'RACE-%' OR e->'data'->>'value' LIKE 'RACE-T%')
+        GROUP BY 1 ORDER BY 1`,
+      [t.orgId],
+    );
+    expect(events).toEqual([
+      { verb: "attached", n: total - 1, keys: total - 1 },
+      { verb: "created", n: total, keys: total }, // the API's create of the taken key, and each job row's
+    ]);
+    await stack.stopService("catalog");
+    await stack.startService("catalog");
+  });
 });
 
 describe("a catalog SIGKILLed mid-job", () => {

@@ -13,8 +13,14 @@ import { hasSqlState } from "./sql.ts";
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
-export function createPool(connectionString: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000 });
+/**
+ * `pipeline`: every statement queued on a connection goes out at once, not
+ * each after the one before has answered (a long transaction that queues its
+ * next statements while its process is busy elsewhere). Cursors and row-limited
+ * reads are refused on such a connection.
+ */
+export function createPool(connectionString: string, max = 10, options: { pipeline?: boolean } = {}): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, pipeline: options.pipeline ?? false });
   // An idle connection that the server drops (a restart, a failover) is an
   // 'error' event; unhandled it would end the process. The pool discards that
   // connection, and the next query reports the outage to its caller.

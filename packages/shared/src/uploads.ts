@@ -3,7 +3,7 @@
  * gateway streams a file in, the catalog's job reads it back. One bucket per
  * stack (STREAM_PREFIX), deleted with the stack's streams by reset-streams.
  */
-import { Objm, type ObjectStore } from "@nats-io/obj";
+import { Objm, setSha256Backend, type ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { STREAMS } from "./subjects.ts";
 
@@ -12,7 +12,12 @@ const UPLOAD_TTL_NS = 7 * 24 * 3600 * 1_000_000_000;
 
 export type { ObjectStore };
 
-/** Opens the bucket, creating it on first use (idempotent). */
+/**
+ * Opens the bucket, creating it on first use (idempotent). Object digests are
+ * hashed by node:crypto: the library's default pure-JS SHA-256 cost the
+ * gateway and the catalog 0.25 s of CPU per read of a 6 MB upload.
+ */
 export function openUploads(nc: NatsConnection): Promise<ObjectStore> {
+  setSha256Backend("native");
   return new Objm(nc).create(STREAMS.UPLOADS.bucket, { ttl: UPLOAD_TTL_NS });
 }

@@ -3,6 +3,7 @@ import { jetstream } from "@nats-io/jetstream";
 import {
   createMetrics,
   announceCatalogWrite,
+  createPool,
   openServiceDatabase,
   startService,
   type Logger,
@@ -65,7 +66,9 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
 
   const assets = createAssetService({ events, db });
   const uploads = await openUploads(nc);
-  const jobs = startJobWorker({ db, events, store: uploads, logger, ...(deps.bulkHooks ? { hooks: deps.bulkHooks } : {}) });
+  // Bulk jobs write on a pipelined connection of their own (BulkDeps.writer).
+  const bulkWriter = createPool(deps.databaseUrl, 1, { pipeline: true });
+  const jobs = startJobWorker({ db, writer: bulkWriter, events, store: uploads, logger, ...(deps.bulkHooks ? { hooks: deps.bulkHooks } : {}) });
   const locations = createLocationService({ events, db });
   const tags = createTagService({ events });
   const settings = createSettingsService({ db, events });
@@ -84,7 +87,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
       ...bulkHandlers({ db, store: async () => uploads, jobQueued: () => jobs.poke() }),
     },
     workers: [consumer, jobs, { stop: () => events.stop() }, database.maintenance],
-    close: [async () => unwatchOutbox(), database.close],
+    close: [async () => unwatchOutbox(), database.close, () => bulkWriter.end()],
     metrics,
     readinessChecks: { database: database.ping },
   });

@@ -34,10 +34,10 @@ import {
 } from "@whereabouts/shared";
 import { z } from "zod";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import { packEventBatches, recordEventBatches, recordEvents, type BuiltEvent, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
+import { packEventBatches, recordEventBatches, recordEvents, type BuiltEvent, type EventInput, type EventPublisher, type RenderedEventInput } from "../events/event-outbox.ts";
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
 import { insertAssetRecord, newAssetRow, patchAssetRecord } from "../assets/asset-service.ts";
-import { insertAssetsWithTags, type CreatedAsset } from "../assets/asset-store.ts";
+import { assetInsertBatch, insertAssetsWithTags, type AssetInsertBatch, type InsertedEvent } from "../assets/asset-store.ts";
 import { attachTags } from "../tags/tag-service.ts";
 import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
 import { checkHeader, rowToBody } from "./csv-columns.ts";
@@ -357,6 +357,11 @@ export interface BulkHooks {
 
 export interface BulkDeps {
   db: CatalogClient;
+  /**
+   * The job's transaction runs on a connection of this pool, in pipeline mode
+   * (createPool): a chunk's statements go out together while the job reads on.
+   */
+  writer: CatalogClient;
   events: EventPublisher;
   store: ObjectStore;
   logger: Logger;
@@ -444,7 +449,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
     let rowsTotal = 0;
     const writeStarted = performance.now();
     try {
-      await inTransaction(db, async (tx) => {
+      await inTransaction(deps.writer, async (tx) => {
         // Events go to the outbox batch by batch (never all in memory), packed into batch messages
         // (CatalogEventBatch); the relay publishes them after commit.
         let batch: EventInput[] = [];
@@ -503,7 +508,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         // A chunk's events are packed into messages while the database inserts the next chunk, and
         // recorded right after that insert (outside its savepoint): the database never waits for the
         // packing (1.5-2 s of CPU per 100,000 rows). Each asset's own events stay in order.
-        let unrecorded: EventInput[] = [];
+        let unrecorded: RenderedEventInput[] = [];
         const takeUnrecorded = () => {
           const events = unrecorded;
           unrecorded = [];
@@ -512,37 +517,49 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         async function recordPacked(packed: BuiltEvent[]) {
           if (packed.length) await timed("outbox", recordEvents(tx, packed));
         }
-        async function flushCreates(chunk: Create[]) {
-          if (!chunk.length) return;
-          const keyed = await Promise.all(chunk.map(async (c) => ({ ...c, key: c.request.external_key ?? (await mintExternalKey(db, job.org_id, "asset")) })));
-          const previous = takeUnrecorded();
-          await sqlExecute(tx, "SAVEPOINT bulk_chunk");
-          const inserting = timed("assets", insertAssetsWithTags(
-            tx,
+        /** A full chunk's insert, its keys minted (outside the transaction, as a create does) and parameters built. */
+        async function prepareCreates(chunk: Create[]): Promise<AssetInsertBatch> {
+          const keyOf = async (c: Create) => c.request.external_key ?? (await mintExternalKey(db, job.org_id, "asset"));
+          const keys = chunk.every((c) => c.request.external_key !== undefined) ? chunk.map((c) => c.request.external_key!) : await Promise.all(chunk.map(keyOf));
+          return assetInsertBatch(
             job.org_id,
-            keyed.map(({ request, key }) => ({
-              ...newAssetRow(request, key),
+            chunk.map(({ request }, i) => ({
+              ...newAssetRow(request, keys[i]!),
               tags: (request.tags ?? []).map((tag) => ({ tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null })),
             })),
-          ));
-          inserting.catch(() => undefined); // awaited below, after the packing
+          );
+        }
+        async function flushCreates(chunk: Create[], batch: AssetInsertBatch) {
+          if (!chunk.length) return;
+          const previous = takeUnrecorded();
+          // The chunk's statements go out together (the writer pipelines them): awaited one by one,
+          // each waited for this process, busy reading the next chunk, and the database idled for
+          // a third of the write. A failed insert fails what follows it (the transaction is
+          // aborted) until the rollback.
+          const queued = <T>(work: Promise<T>) => (work.catch(() => undefined), work);
+          const savepoint = queued(sqlExecute(tx, "SAVEPOINT bulk_chunk"));
+          const inserting = queued(timed("assets", insertAssetsWithTags(tx, batch)));
+          const released = queued(sqlExecute(tx, "RELEASE SAVEPOINT bulk_chunk"));
+          // Packed while the database inserts, recorded behind it.
           const packed = packEventBatches(previous);
-          let created: CreatedAsset[];
+          const recorded = queued(recordPacked(packed));
+          let created: InsertedEvent[];
           try {
+            await savepoint;
             created = await inserting;
-            await sqlExecute(tx, "RELEASE SAVEPOINT bulk_chunk");
+            await released;
           } catch {
+            await recorded.catch(() => undefined);
             await sqlExecute(tx, "ROLLBACK TO SAVEPOINT bulk_chunk");
             await recordPacked(packed);
             for (const c of chunk) await writeRow(c.row, c.planned, c.raw, c.request);
             return;
           }
-          await recordPacked(packed);
+          await recorded;
           counts.created += chunk.length;
           // Per asset, as a create emits: `created` (carrying its tags), then each `attached`.
-          for (const asset of created) {
-            unrecorded.push({ entity: "asset", verb: "created", orgId: job.org_id, version: asset.version, data: asset.view });
-            for (const tag of asset.tags) unrecorded.push({ entity: "tag", verb: "attached", orgId: job.org_id, version: tag.version, data: tag.record });
+          for (const e of created) {
+            unrecorded.push({ entity: e.entity, verb: e.entity === "asset" ? "created" : "attached", orgId: job.org_id, version: e.version, entityId: e.entity_id, dataJson: e.data });
           }
         }
 
@@ -580,8 +597,9 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
               if (creates.length >= CHUNK) {
                 const chunk = creates;
                 creates = [];
+                const batch = await prepareCreates(chunk);
                 await enqueue(async () => {
-                  await flushCreates(chunk);
+                  await flushCreates(chunk, batch);
                   await chunkDone(row);
                 });
               }
@@ -595,8 +613,9 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
             }
           }
           const rest = creates;
+          const restBatch = await prepareCreates(rest);
           await enqueue(async () => {
-            await flushCreates(rest);
+            await flushCreates(rest, restBatch);
             await recordPacked(packEventBatches(takeUnrecorded()));
             await chunkDone(rowNumber);
           });

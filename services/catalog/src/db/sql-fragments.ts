@@ -65,10 +65,19 @@ const tagViewFields = (t: string): ViewField[] => [
 ];
 
 export const tagViewJson = (t: string) => viewJsonSql(tagViewFields(t));
+/** tagViewJson as JSON text (see viewTextSql). */
+export const tagViewText = (t: string) => viewTextSql(tagViewFields(t));
 
 /** A tag as events carry it (TagRecord): the view plus owner and soft-delete state. */
-export const tagRecordJson = (t: string) =>
-  viewJsonSql([...tagViewFields(t), ["owner_type", `${t}.owner_type`, "string"], ["owner_id", `${t}.owner_id`, "scalar"], ["deleted_at", `${t}.deleted_at`, "timestamp"]]);
+const tagRecordFields = (t: string): ViewField[] => [
+  ...tagViewFields(t),
+  ["owner_type", `${t}.owner_type`, "string"],
+  ["owner_id", `${t}.owner_id`, "scalar"],
+  ["deleted_at", `${t}.deleted_at`, "timestamp"],
+];
+export const tagRecordJson = (t: string) => viewJsonSql(tagRecordFields(t));
+/** tagRecordJson as JSON text (see viewTextSql). */
+export const tagRecordText = (t: string) => viewTextSql(tagRecordFields(t));
 
 export type OwnerType = "asset" | "location";
 

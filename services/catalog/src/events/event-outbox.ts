@@ -76,24 +76,38 @@ const RELAY_WINDOW = 3;
 /** An event built and serialized, before its outbox row exists. */
 export type BuiltEvent = Omit<PendingEvent, "outboxId">;
 
-function buildEvent(input: EventInput): BuiltEvent {
+/**
+ * An event whose data Postgres rendered as JSON text (a bulk job's new rows,
+ * InsertedEvent): spliced into the event as it is, never parsed here.
+ */
+export interface RenderedEventInput {
+  entity: "asset" | "tag";
+  verb: Verb;
+  orgId: number;
+  version: number;
+  entityId: number;
+  dataJson: string;
+}
+
+function buildEvent(input: EventInput | RenderedEventInput, occurredAt = toWireTimestamp(new Date())): BuiltEvent {
   // Built from typed parts (the views come from our own SQL): no parse needed on the way out.
-  const payload = {
+  // `data` last, so that a rendered event's text can follow the rest.
+  const head = {
     version: 1,
     event_id: newEventId(),
     org_id: input.orgId,
     entity: input.entity,
-    entity_id: input.data.id,
+    entity_id: "dataJson" in input ? input.entityId : input.data.id,
     entity_version: input.version,
     verb: input.verb,
-    occurred_at: toWireTimestamp(new Date()),
-    data: input.data,
-  } as CatalogEvent; // the union narrows by entity, which TypeScript cannot follow through EventInput
+    occurred_at: occurredAt,
+  } satisfies Omit<CatalogEvent, "data">;
+  const json = "dataJson" in input ? `${JSON.stringify(head).slice(0, -1)},"data":${input.dataJson}}` : JSON.stringify({ ...head, data: input.data });
   return {
-    eventId: payload.event_id,
+    eventId: head.event_id,
     subject: catalogEventSubject(input.orgId, input.entity, input.verb),
     orgId: input.orgId,
-    json: JSON.stringify(payload),
+    json,
   };
 }
 
@@ -129,7 +143,7 @@ export async function recordEvents(tx: Db, events: BuiltEvent[]): Promise<Pendin
 
 /** Records events in the outbox inside `tx` at once (a bulk job's batch), for the relay to publish after commit. */
 export async function recordEventInputs(tx: Db, inputs: EventInput[]): Promise<void> {
-  await recordEvents(tx, inputs.map(buildEvent));
+  await recordEvents(tx, inputs.map((input) => buildEvent(input)));
 }
 
 /**
@@ -139,8 +153,10 @@ export async function recordEventInputs(tx: Db, inputs: EventInput[]): Promise<v
  * row (and one JetStream message) per few hundred events. CPU only: a job
  * builds one chunk's messages while the database writes the next chunk.
  */
-export function packEventBatches(inputs: EventInput[]): BuiltEvent[] {
+export function packEventBatches(inputs: Array<EventInput | RenderedEventInput>): BuiltEvent[] {
   const batches: BuiltEvent[] = [];
+  // One statement's events occurred together.
+  const occurredAt = toWireTimestamp(new Date());
   let parts: string[] = [];
   let bytes = 0;
   let orgId: number | undefined;
@@ -156,7 +172,7 @@ export function packEventBatches(inputs: EventInput[]): BuiltEvent[] {
     bytes = 0;
   };
   for (const input of inputs) {
-    const { json } = buildEvent(input);
+    const { json } = buildEvent(input, occurredAt);
     const size = Buffer.byteLength(json);
     if (input.orgId !== orgId || bytes + size > CATALOG_BATCH_MAX_BYTES) {
       close();
