@@ -30,6 +30,50 @@ describe("instants", () => {
     expect(parseRfc3339("2026-11-20T10:15:00.123456789Z")).toEqual({ ms: Date.parse("2026-11-20T10:15:00.123Z"), micros: 456 });
   });
 
+  it("parses as the RFC 3339 grammar reads, on valid instants and on every kind of near miss", () => {
+    // The grammar as a regular expression (the parser's first form), and the calendar checks after it.
+    const GRAMMAR = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+    const reference = (text: string, maxFractionDigits?: number) => {
+      const m = GRAMMAR.exec(text);
+      if (!m) return undefined;
+      if (maxFractionDigits !== undefined && (m[7]?.length ?? 0) > maxFractionDigits) return undefined;
+      const [y, mo, d, h, mi, s] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i]));
+      const back = new Date(0); // Date.UTC would read years below 100 as 19xx
+      back.setUTCFullYear(y!, mo! - 1, d!);
+      back.setUTCHours(h!, mi!, s!, 0);
+      const ms = back.getTime();
+      if (mo! < 1 || mo! > 12 || back.getUTCDate() !== d || back.getUTCMonth() !== mo! - 1 || h! > 23 || mi! > 59 || s! > 59) return undefined;
+      const offset = m[8] ? 0 : Number(m[10]) > 23 || Number(m[11]) > 59 ? Number.NaN : (m[9] === "-" ? -1 : 1) * (Number(m[10]) * 3600 + Number(m[11]) * 60);
+      if (Number.isNaN(offset)) return undefined;
+      return { seconds: Math.floor(ms / 1000) - offset, nanos: Number((m[7] ?? "").slice(0, 9).padEnd(9, "0")) };
+    };
+    const valid = ["2026-11-20T10:15:00Z", "2024-02-29t23:59:59.123456789z", "1969-12-31T23:59:59.5-03:30", "9999-12-31T23:59:59.1234567891+14:00", "0001-01-01T00:00:00Z"];
+    const chars = "0123456789-:.TtZz+ x";
+    let seed = 20261128;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const cases = ["", "2026-11-20", "2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-20T24:00:00Z", "2026-11-20T10:00:00+24:00", "2026-11-20T10:00:00.Z", "２026-11-20T10:00:00Z"];
+    for (let i = 0; i < 20_000; i++) {
+      let text = valid[random(valid.length)]!;
+      for (let edits = 1 + random(2); edits > 0; edits--) {
+        const at = random(text.length + 1);
+        const kind = random(3);
+        if (kind === 0) text = text.slice(0, at) + chars[random(chars.length)] + text.slice(at + 1);
+        else if (kind === 1) text = text.slice(0, at) + text.slice(at + 1);
+        else text = text.slice(0, at) + chars[random(chars.length)] + text.slice(at);
+      }
+      cases.push(text);
+    }
+    let accepted = 0;
+    for (const text of [...valid, ...cases]) {
+      expect(parseInstant(text), text).toEqual(reference(text));
+      expect(parseInstant(text, { maxFractionDigits: 9 }), text).toEqual(reference(text, 9));
+      if (reference(text)) accepted++;
+    }
+    // The mutations reach both sides of the grammar.
+    expect(accepted).toBeGreaterThan(1000);
+    expect(accepted).toBeLessThan(cases.length - 1000);
+  });
+
   it("formats the stored form, also before the epoch", () => {
     expect(formatMicros(parseRfc3339("1969-12-31T23:59:59.000001Z")!)).toBe("1969-12-31T23:59:59.000001Z");
     expect(formatMicros(parseRfc3339("2026-11-20T12:00:00.5+02:00")!)).toBe("2026-11-20T10:00:00.500000Z");
