@@ -1,5 +1,6 @@
 /** Asset queries (schema `catalog`): views rendered by Postgres, lists, writes, positions. */
 import { type AssetPositionEvent, type AssetView, containsPattern, newerSql, type SortKey, statementParams, unnestColumns } from "@whereabouts/shared";
+import { eventBatchParams, recordEventBatchesSql } from "../events/event-outbox.ts";
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
@@ -86,66 +87,8 @@ export interface NewAssetWithTags extends NewAsset {
   tags: NewTag[];
 }
 
-/** One event of a bulk insert: its data rendered by Postgres as JSON text, never parsed on the way out. */
-export interface InsertedEvent {
-  entity: "asset" | "tag";
-  entity_id: number;
-  version: number;
-  /** The asset's view (its `created` event) or the tag's record (its `attached` event), as JSON text. */
-  data: string;
-}
-
 /** The AssetView of a row just inserted: no position yet, its tags (`views`, text) the visible ones. */
 const NEW_ASSET_VIEW_TEXT = viewTextSql(assetFields(`'[' || COALESCE(owned.views, '') || ']'`, { id: "NULL::int", externalKey: "NULL::text" }));
-
-/**
- * Many new assets and their tags in one statement (the bulk upload), with the
- * events they make, in input order: each asset's `created` (its view) then
- * each of its tags' `attached` (its record), by tag id. Rendered from the rows
- * just inserted (RETURNING), where reading them back cost a lookup of tags and
- * position per asset (3.5 s of a 100,000-row job); rendered as JSON text, which
- * the job splices into its event messages: parsing each view into objects and
- * serializing it again took a third of the job's CPU (and most of its garbage).
- * A new asset has no position; its embedded tags are the visible ones, as
- * embeddedTags picks them.
- */
-export async function insertAssetsWithTags(db: Db, batch: AssetInsertBatch): Promise<InsertedEvent[]> {
-  if (!batch.size) return [];
-  return query<InsertedEvent>(
-    db,
-    `WITH a AS (
-       INSERT INTO catalog.assets
-         (org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at)
-       SELECT $1, r.external_key, r.name, r.description, r.is_active, r.metadata::jsonb,
-              COALESCE(r.valid_from::timestamptz, ${NOW_MS}), r.valid_to::timestamptz, ${NOW_MS}, ${NOW_MS}
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[]) WITH ORDINALITY
-           AS r(external_key, name, description, is_active, metadata, valid_from, valid_to, ord)
-        ORDER BY r.ord
-       RETURNING *
-     ), t AS (
-       INSERT INTO catalog.tags AS t
-         (org_id, owner_type, owner_id, tag_type, value, is_active, valid_from, valid_to, created_at, updated_at)
-       SELECT $1, 'asset', a.id, g.tag_type, g.value, g.is_active, COALESCE(g.valid_from::timestamptz, ${NOW_MS}), g.valid_to::timestamptz, ${NOW_MS}, ${NOW_MS}
-         FROM unnest($9::text[], $10::text[], $11::text[], $12::boolean[], $13::text[], $14::text[]) WITH ORDINALITY
-           AS g(asset_key, tag_type, value, is_active, valid_from, valid_to, ord)
-         JOIN a ON a.external_key = g.asset_key
-        ORDER BY g.ord
-       RETURNING t.*
-     ), owned AS (
-       SELECT t.owner_id, string_agg(${tagViewText("t")}, ',' ORDER BY t.id) FILTER (WHERE ${visibleTag("t")}) AS views
-         FROM t GROUP BY t.owner_id
-     )
-     -- Ids follow input order (assigned in the insert's ORDER BY): events go out in it, each asset's first.
-     SELECT entity, entity_id, version, data FROM (
-       SELECT 'asset' AS entity, a.id AS entity_id, a.version, a.id AS asset_id, ${NEW_ASSET_VIEW_TEXT} AS data
-         FROM a LEFT JOIN owned ON owned.owner_id = a.id
-       UNION ALL
-       SELECT 'tag', t.id, t.version, t.owner_id, ${tagRecordText("t")} FROM t
-     ) e
-     ORDER BY asset_id, entity, entity_id`,
-    batch.params,
-  );
-}
 
 /**
  * A chunk of new assets as insertAssetsWithTags' parameters, array literals
@@ -155,6 +98,50 @@ export interface AssetInsertBatch {
   readonly size: number;
   readonly params: unknown[];
 }
+
+/**
+ * Many new assets and their tags in one statement (the bulk upload), with
+ * their events recorded in the outbox by the same statement: each asset's
+ * `created` (its view), then each of its tags' `attached` (its record), by
+ * tag id, assets in input order (their ids follow it: assigned in the
+ * insert's ORDER BY). The views are rendered from the rows just inserted
+ * (RETURNING), as JSON text (recordEventBatchesSql). A new asset has no
+ * position; its embedded tags are the visible ones, as embeddedTags picks them.
+ */
+export async function insertAssetsWithTags(db: Db, batch: AssetInsertBatch): Promise<void> {
+  if (batch.size) await execute(db, INSERT_ASSETS_WITH_TAGS, batch.params);
+}
+
+const INSERT_ASSETS_WITH_TAGS = `WITH a AS (
+     INSERT INTO catalog.assets
+       (org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at)
+     SELECT $1, r.external_key, r.name, r.description, r.is_active, r.metadata::jsonb,
+            COALESCE(r.valid_from::timestamptz, ${NOW_MS}), r.valid_to::timestamptz, ${NOW_MS}, ${NOW_MS}
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[]) WITH ORDINALITY
+         AS r(external_key, name, description, is_active, metadata, valid_from, valid_to, ord)
+      ORDER BY r.ord
+     RETURNING *
+   ), t AS (
+     INSERT INTO catalog.tags AS t
+       (org_id, owner_type, owner_id, tag_type, value, is_active, valid_from, valid_to, created_at, updated_at)
+     SELECT $1, 'asset', a.id, g.tag_type, g.value, g.is_active, COALESCE(g.valid_from::timestamptz, ${NOW_MS}), g.valid_to::timestamptz, ${NOW_MS}, ${NOW_MS}
+       FROM unnest($9::text[], $10::text[], $11::text[], $12::boolean[], $13::text[], $14::text[]) WITH ORDINALITY
+         AS g(asset_key, tag_type, value, is_active, valid_from, valid_to, ord)
+       JOIN a ON a.external_key = g.asset_key
+      ORDER BY g.ord
+     RETURNING t.*
+   ), owned AS (
+     SELECT t.owner_id, string_agg(${tagViewText("t")}, ',' ORDER BY t.id) FILTER (WHERE ${visibleTag("t")}) AS views
+       FROM t GROUP BY t.owner_id
+   ), events AS (
+     SELECT row_number() OVER (ORDER BY asset_id, entity, entity_id) AS n, entity, entity_id, version, verb, data FROM (
+       SELECT 'asset' AS entity, a.id AS entity_id, a.version, 'created' AS verb, a.id AS asset_id, ${NEW_ASSET_VIEW_TEXT} AS data
+         FROM a LEFT JOIN owned ON owned.owner_id = a.id
+       UNION ALL
+       SELECT 'tag', t.id, t.version, 'attached', t.owner_id, ${tagRecordText("t")} FROM t
+     ) e
+   ), ${recordEventBatchesSql("events", { orgId: "$1", first: 15 })}
+   SELECT count(*) FROM recorded`;
 
 export function assetInsertBatch(orgId: number, inputs: NewAssetWithTags[]): AssetInsertBatch {
   const tags = inputs.flatMap((input) => input.tags.map((tag) => ({ ...tag, assetKey: input.externalKey })));
@@ -166,6 +153,7 @@ export function assetInsertBatch(orgId: number, inputs: NewAssetWithTags[]): Ass
       inputs.map((i) => JSON.stringify(i.metadata)),
       ...unnestColumns(inputs, "validFrom", "validTo"),
       ...unnestColumns(tags, "assetKey", "tagType", "value", "isActive", "validFrom", "validTo"),
+      ...eventBatchParams(orgId, inputs.length + tags.length),
     ]),
   };
 }

@@ -34,10 +34,10 @@ import {
 } from "@whereabouts/shared";
 import { z } from "zod";
 import { mintExternalKey } from "../db/key-sequence.ts";
-import { packEventBatches, recordEventBatches, recordEvents, type BuiltEvent, type EventInput, type EventPublisher, type RenderedEventInput } from "../events/event-outbox.ts";
+import { recordEventBatches, type EventInput, type EventPublisher } from "../events/event-outbox.ts";
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
 import { insertAssetRecord, newAssetRow, patchAssetRecord } from "../assets/asset-service.ts";
-import { assetInsertBatch, insertAssetsWithTags, type AssetInsertBatch, type InsertedEvent } from "../assets/asset-store.ts";
+import { assetInsertBatch, insertAssetsWithTags, type AssetInsertBatch } from "../assets/asset-store.ts";
 import { attachTags } from "../tags/tag-service.ts";
 import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
 import { checkHeader, rowToBody } from "./csv-columns.ts";
@@ -505,18 +505,6 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         // a chunk that fails (a concurrent write took a key) is retried row by row.
         type Create = { row: number; planned: PlannedRow; raw: Record<string, unknown>; request: AssetCreateRequest };
         let creates: Create[] = [];
-        // A chunk's events are packed into messages while the database inserts the next chunk, and
-        // recorded right after that insert (outside its savepoint): the database never waits for the
-        // packing (1.5-2 s of CPU per 100,000 rows). Each asset's own events stay in order.
-        let unrecorded: RenderedEventInput[] = [];
-        const takeUnrecorded = () => {
-          const events = unrecorded;
-          unrecorded = [];
-          return events;
-        };
-        async function recordPacked(packed: BuiltEvent[]) {
-          if (packed.length) await timed("outbox", recordEvents(tx, packed));
-        }
         /** A full chunk's insert, its keys minted (outside the transaction, as a create does) and parameters built. */
         async function prepareCreates(chunk: Create[]): Promise<AssetInsertBatch> {
           const keyOf = async (c: Create) => c.request.external_key ?? (await mintExternalKey(db, job.org_id, "asset"));
@@ -531,36 +519,25 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         }
         async function flushCreates(chunk: Create[], batch: AssetInsertBatch) {
           if (!chunk.length) return;
-          const previous = takeUnrecorded();
           // The chunk's statements go out together (the writer pipelines them): awaited one by one,
           // each waited for this process, busy reading the next chunk, and the database idled for
           // a third of the write. A failed insert fails what follows it (the transaction is
           // aborted) until the rollback.
           const queued = <T>(work: Promise<T>) => (work.catch(() => undefined), work);
           const savepoint = queued(sqlExecute(tx, "SAVEPOINT bulk_chunk"));
+          // The assets, their tags and their events (recorded by the same statement).
           const inserting = queued(timed("assets", insertAssetsWithTags(tx, batch)));
           const released = queued(sqlExecute(tx, "RELEASE SAVEPOINT bulk_chunk"));
-          // Packed while the database inserts, recorded behind it.
-          const packed = packEventBatches(previous);
-          const recorded = queued(recordPacked(packed));
-          let created: InsertedEvent[];
           try {
             await savepoint;
-            created = await inserting;
+            await inserting;
             await released;
           } catch {
-            await recorded.catch(() => undefined);
             await sqlExecute(tx, "ROLLBACK TO SAVEPOINT bulk_chunk");
-            await recordPacked(packed);
             for (const c of chunk) await writeRow(c.row, c.planned, c.raw, c.request);
             return;
           }
-          await recorded;
           counts.created += chunk.length;
-          // Per asset, as a create emits: `created` (carrying its tags), then each `attached`.
-          for (const e of created) {
-            unrecorded.push({ entity: e.entity, verb: e.entity === "asset" ? "created" : "attached", orgId: job.org_id, version: e.version, entityId: e.entity_id, dataJson: e.data });
-          }
         }
 
         const chunkDone = async (rowsWritten: number) => {
@@ -616,7 +593,6 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
           const restBatch = await prepareCreates(rest);
           await enqueue(async () => {
             await flushCreates(rest, restBatch);
-            await recordPacked(packEventBatches(takeUnrecorded()));
             await chunkDone(rowNumber);
           });
         } finally {
