@@ -190,18 +190,17 @@ export function recordEventBatchesSql(events: string, p: { orgId: string; first:
   const json = `'{"version":1,"event_id":"' || id.event_id || '","org_id":' || ${p.orgId}::int || ',"entity":"' || ev.entity
     || '","entity_id":' || ev.entity_id || ',"entity_version":' || ev.version || ',"verb":"' || ev.verb
     || '","occurred_at":"' || ${occurredAt}::text || '","data":' || ev.data || '}'`;
-  // Ids joined by position (unnest): subscripting a text[] walks it from its start every time.
+  // Event ids joined by position (unnest): subscripting a text[] walks it from its start every time
+  // (a message id is picked a few times a chunk).
   return `packed AS (
        SELECT ev.n, j.json, (sum(octet_length(j.json) + 1) OVER (ORDER BY ev.n) - octet_length(j.json) - 1) / ${maxBytes}::int AS message
          FROM ${events} ev JOIN unnest(${eventIds}::text[]) WITH ORDINALITY AS id(event_id, n) ON id.n = ev.n
         CROSS JOIN LATERAL (SELECT ${json} AS json) j
      ), recorded AS (
        INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
-       SELECT id.event_id, ${p.orgId}::int, ${subject}::text, m.payload
-         FROM (SELECT message, '{"version":1,"org_id":' || ${p.orgId}::int || ',"events":[' || string_agg(json, ',' ORDER BY n) || ']}' AS payload
-                 FROM packed GROUP BY message) m
-         JOIN unnest(${batchIds}::text[]) WITH ORDINALITY AS id(event_id, n) ON id.n = m.message + 1
-        ORDER BY m.message
+       SELECT (${batchIds}::text[])[message + 1], ${p.orgId}::int, ${subject}::text,
+              '{"version":1,"org_id":' || ${p.orgId}::int || ',"events":[' || string_agg(json, ',' ORDER BY n) || ']}'
+         FROM packed GROUP BY message ORDER BY message
        RETURNING 1
      )`;
 }
