@@ -33,7 +33,8 @@ function chunk(n: number): NewAssetWithTags[] {
     name: i % 3 ? `Asset ${i}` : TRICKY,
     description: i % 2 ? null : TRICKY,
     isActive: i % 5 !== 0,
-    metadata: i % 2 ? {} : { nested: { list: [1, 2.5, null, true], text: TRICKY }, "key \"q\"": i },
+    // Two rows' events are larger than half a message: each goes in a message of its own.
+    metadata: i === 7 || i === 300 ? { big: "x".repeat(CATALOG_BATCH_MAX_BYTES * 0.6) } : i % 2 ? {} : { nested: { list: [1, 2.5, null, true], text: TRICKY }, "key \"q\"": i },
     validFrom: i % 4 ? undefined : "2026-01-01T00:00:00.123456Z",
     validTo: i % 4 ? null : "2099-01-01T00:00:00Z",
     tags:
@@ -60,17 +61,24 @@ describe("a bulk chunk's events", () => {
     const messages = (await pool.query<{ event_id: string; subject: string; payload: string }>(`SELECT event_id, subject, payload FROM catalog.outbox_events ORDER BY id`)).rows;
     expect(messages.length).toBeGreaterThan(3); // the bound is reached: several messages
     const written: Array<Record<string, unknown>> = [];
+    let alone = 0;
     for (const m of messages) {
       expect(m.subject).toBe("catalog.events.1.batch.events");
       const batch = CatalogEventBatch.parse(JSON.parse(m.payload));
       const texts = (JSON.parse(m.payload) as { events: unknown[] }).events.map((e) => JSON.stringify(e));
-      // Messages hold the events that start within the bound: all but the last fit in it.
+      // Messages hold the events that start within the bound: all but the last fit in it, and an event
+      // over half the bound travels alone (a message never reaches 1.5 times the bound with another).
       expect(texts.slice(0, -1).reduce((sum, t) => sum + Buffer.byteLength(t) + 1, 0)).toBeLessThanOrEqual(CATALOG_BATCH_MAX_BYTES);
+      if (texts.some((t) => Buffer.byteLength(t) * 2 > CATALOG_BATCH_MAX_BYTES)) {
+        expect(texts).toHaveLength(1);
+        alone++;
+      } else expect(Buffer.byteLength(m.payload)).toBeLessThan(CATALOG_BATCH_MAX_BYTES * 1.5);
       for (const e of batch.events) {
         CatalogEvent.parse(e); // a valid event; kept as written (its key order)
         written.push(e as Record<string, unknown>);
       }
     }
+    expect(alone).toBe(2);
     expect(new Set(messages.map((m) => m.event_id)).size).toBe(messages.length);
     expect(new Set(written.map((e) => e.event_id)).size).toBe(written.length);
 

@@ -180,8 +180,9 @@ export function packEventBatches(inputs: EventInput[]): BuiltEvent[] {
  * most of its garbage). `events` names a relation of (n, entity, entity_id,
  * version, verb, data): emit order from 1, the event's parts, data as JSON
  * text. Each event is written as buildEvent writes it (a test holds the two
- * together); a message holds the events that start within its first
- * CATALOG_BATCH_MAX_BYTES (so at most one event more). `p` names the
+ * together); a message holds the events that start within one span of
+ * CATALOG_BATCH_MAX_BYTES, an event over half of it a message of its own
+ * (so a message stays under 1.5 times the bound). `p` names the
  * parameters, in the order eventBatchParams gives them. Yields `recorded`,
  * a row per message.
  */
@@ -192,10 +193,21 @@ export function recordEventBatchesSql(events: string, p: { orgId: string; first:
     || '","occurred_at":"' || ${occurredAt}::text || '","data":' || ev.data || '}'`;
   // Event ids joined by position (unnest): subscripting a text[] walks it from its start every time
   // (a message id is picked a few times a chunk).
-  return `packed AS (
-       SELECT ev.n, j.json, (sum(octet_length(j.json) + 1) OVER (ORDER BY ev.n) - octet_length(j.json) - 1) / ${maxBytes}::int AS message
+  // A message is a run of events: a new one starts where an event starts past the next multiple of
+  // the bound, and around any event larger than half of it (alone in its message, as packEventBatches
+  // leaves an event over the bound), so a message never exceeds 1.5 times the bound.
+  return `sized AS (
+       SELECT ev.n, j.json, octet_length(j.json) + 1 AS bytes,
+              (sum(octet_length(j.json) + 1) OVER (ORDER BY ev.n) - octet_length(j.json) - 1) / ${maxBytes}::int AS span
          FROM ${events} ev JOIN unnest(${eventIds}::text[]) WITH ORDINALITY AS id(event_id, n) ON id.n = ev.n
         CROSS JOIN LATERAL (SELECT ${json} AS json) j
+     ), cut AS (
+       SELECT n, json, CASE WHEN lag(n) OVER w IS NULL THEN 0
+                            WHEN span <> lag(span) OVER w OR bytes * 2 > ${maxBytes}::int OR lag(bytes) OVER w * 2 > ${maxBytes}::int THEN 1
+                            ELSE 0 END AS starts
+         FROM sized WINDOW w AS (ORDER BY n)
+     ), packed AS (
+       SELECT n, json, sum(starts) OVER (ORDER BY n) AS message FROM cut
      ), recorded AS (
        INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
        SELECT (${batchIds}::text[])[message + 1], ${p.orgId}::int, ${subject}::text,
