@@ -111,7 +111,11 @@ export type CatalogEvent = z.infer<typeof CatalogEvent>;
  */
 export const CATALOG_BATCH_ENTITY = "batch";
 export const CATALOG_BATCH_VERB = "events";
-/** Bytes of event JSON per batch message: far under NATS' max_payload (1 MiB by default). */
+/**
+ * Bytes of event JSON per batch message: packEventBatches stays under it, the
+ * bulk insert's own packing (recordEventBatchesSql) under 1.5 times it; far
+ * under NATS' max_payload (1 MiB by default) either way.
+ */
 export const CATALOG_BATCH_MAX_BYTES = 128 * 1024;
 /** Bytes a CATALOG consumer takes per batch (ConsumerSpec.maxBatchBytes): a few thousand events a transaction. */
 export const CATALOG_CONSUMER_BATCH_BYTES = 2 * 1024 * 1024;
