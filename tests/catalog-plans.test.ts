@@ -15,6 +15,7 @@ import { findLocation } from "../services/catalog/src/locations/location-store.t
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 import { createCountCache } from "../services/catalog/src/requests/count-cache.ts";
 import { listRecords } from "../services/catalog/src/requests/list-query.ts";
+import { RELAY_CLAIM_SQL } from "../services/catalog/src/events/event-outbox.ts";
 
 let db: TestDatabase;
 let pool: pg.Pool;
@@ -132,6 +133,48 @@ describe("list pages", () => {
       expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(3);
     } finally {
       await one.end();
+    }
+  });
+});
+
+describe("the outbox relay's claim", () => {
+  // Analyzed when every row was published (as after a burst of API writes), then a bulk job's
+  // backlog arrives: the planner believes there is no unpublished row at all.
+  it("reads its candidates once and marks them by primary key, whatever the statistics believe", async () => {
+    await pool.query(`
+      INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload, published_at)
+      SELECT 'published-' || g, 1, 'catalog.events.1.asset.created', '{}', now() FROM generate_series(1, 20000) g;
+      ANALYZE catalog.outbox_events;
+      INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
+      SELECT 'backlog-' || g, 1, 'catalog.events.1.asset.created', '{}' FROM generate_series(1, 1500) g;`);
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const { rows } = await client.query<{ "QUERY PLAN": Array<{ Plan: Record<string, unknown> }> }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${RELAY_CLAIM_SQL}`,
+        [0, "0", 2 * 1024 * 1024],
+      );
+      await client.query("ROLLBACK");
+      const plan = rows[0]!["QUERY PLAN"][0]!.Plan;
+      const nodes: Array<Record<string, unknown>> = [];
+      const walk = (node: Record<string, unknown>) => {
+        nodes.push(node);
+        for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+      };
+      walk(plan);
+      // A batch claimed: RELAY_BATCH rows of the backlog.
+      expect(plan["Actual Rows"]).toBe(1000);
+      // The unpublished rows are scanned once (the inlined form rescanned them once per unpublished row),
+      // and nothing reads the whole table.
+      const candidateScans = nodes.filter((n) => String(n["Index Cond"] ?? "").includes("id >"));
+      expect(candidateScans.map((n) => [n["Index Name"], n["Actual Loops"]])).toEqual([["outbox_events_unpublished_idx", 1]]);
+      // Each candidate is then found by its id alone.
+      const lookups = nodes.filter((n) => typeof n["Index Name"] === "string" && !String(n["Index Cond"] ?? "").includes("id >"));
+      expect(lookups.length).toBeGreaterThan(0);
+      for (const n of lookups) expect(String(n["Index Cond"])).toMatch(/^\(id = /);
+      expect(nodes.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
+    } finally {
+      client.release();
     }
   });
 });

@@ -74,6 +74,29 @@ const RELAY_ROW_BYTES = `CASE WHEN subject LIKE '%.${CATALOG_BATCH_ENTITY}.${CAT
 /** Relay batches in flight at once (each holds a pooled connection until its acks are in). */
 const RELAY_WINDOW = 3;
 
+/**
+ * The relay's claim of a batch: the oldest unpublished rows past `$2` (at
+ * least `$1` ms old), at most RELAY_BATCH and RELAY_BATCH_BYTES (`$3`), marked
+ * published and returned. The candidates are read once (MATERIALIZED), each
+ * locked and then marked through the primary key, whatever the statistics
+ * say: with the candidates inlined, the planner (its statistics had seen
+ * every row published) ran their scan again for every unpublished row, 0.6 s
+ * per batch of a bulk job's backlog after a burst of creates, and the job's
+ * publishing took 10-15 s instead of 2.
+ */
+export const RELAY_CLAIM_SQL = `WITH candidates AS MATERIALIZED (
+     SELECT id, sum(bytes) OVER (ORDER BY id) - bytes AS before
+       FROM (SELECT id, ${RELAY_ROW_BYTES} AS bytes FROM catalog.outbox_events
+              WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+              ORDER BY id LIMIT ${RELAY_BATCH}) c)
+   UPDATE catalog.outbox_events o SET published_at = now()
+    WHERE o.id = ANY (ARRAY(
+            SELECT e.id FROM candidates c
+             CROSS JOIN LATERAL (SELECT id FROM catalog.outbox_events
+                                  WHERE id = c.id AND published_at IS NULL OFFSET 0 FOR UPDATE SKIP LOCKED) e
+             WHERE c.before < $3))
+    RETURNING o.id::text AS id, o.event_id, o.subject, o.org_id, o.payload::text AS json`;
+
 /** An event built and serialized, before its outbox row exists. */
 export type BuiltEvent = Omit<PendingEvent, "outboxId">;
 
@@ -358,16 +381,7 @@ export function createEventPublisher(deps: {
         tx,
         // At most RELAY_BATCH rows, and only as many as fit RELAY_BATCH_BYTES (published size; at least
         // one): a bulk job's batch rows hold hundreds of events each, and the batch is held in memory.
-        `WITH candidates AS (
-           SELECT id, sum(bytes) OVER (ORDER BY id) - bytes AS before
-             FROM (SELECT id, ${RELAY_ROW_BYTES} AS bytes FROM catalog.outbox_events
-                    WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
-                    ORDER BY id LIMIT ${RELAY_BATCH}) c)
-         UPDATE catalog.outbox_events o SET published_at = now()
-          WHERE o.id IN (SELECT id FROM catalog.outbox_events
-                          WHERE id IN (SELECT id FROM candidates WHERE before < $3) AND published_at IS NULL
-                          ORDER BY id FOR UPDATE SKIP LOCKED)
-          RETURNING o.id::text AS id, o.event_id, o.subject, o.org_id, o.payload::text AS json`,
+        RELAY_CLAIM_SQL,
         [minAgeMs, after, RELAY_BATCH_BYTES],
       );
       // RETURNING keeps no order: publish in outbox order (ids are far below 2^53).
