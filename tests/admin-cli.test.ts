@@ -5,9 +5,9 @@
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "@whereabouts/shared";
+import { createPool, repoRoot } from "@whereabouts/shared";
 import { createTestDatabase } from "@whereabouts/shared/testing";
 import { startStack, type Stack } from "./harness.ts";
 
@@ -54,7 +54,7 @@ const counts = async () => {
 
 beforeAll(async () => {
   stack = await startStack({ label: "admin_cli", services: [] });
-  pool = new pg.Pool({ connectionString: stack.db.url, max: 2 });
+  pool = createPool(stack.db.url, 2);
 });
 afterAll(async () => {
   await pool?.end();

@@ -7,7 +7,8 @@
  * organization for every pair (4.9 s for one chunk). Checked with EXPLAIN on
  * the statements the lookups really send.
  */
-import pg from "pg";
+import type pg from "pg";
+import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
@@ -38,7 +39,7 @@ const keys = Array.from({ length: CHUNK }, (_, i) => `NEW-${i}`);
 
 beforeAll(async () => {
   db = await createMigratedDatabase("bulk_plans");
-  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  pool = createPool(db.url, 2);
   await pool.query(`ANALYZE catalog.assets; ANALYZE catalog.tags;`);
   await pool.query(`
     INSERT INTO catalog.assets (org_id, external_key, name, valid_from)

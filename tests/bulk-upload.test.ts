@@ -10,9 +10,9 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "@whereabouts/shared";
+import { createPool, repoRoot } from "@whereabouts/shared";
 import { eventually } from "@whereabouts/shared/testing";
 import { exportAssets } from "../services/catalog/src/assets/asset-store.ts";
 import { BULK_CHUNK_ROWS } from "../services/catalog/src/bulk/bulk-import.ts";
@@ -29,7 +29,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   stack = await startStack({ label: "bulk_upload" });
   t = await stack.tenant("Bulk Org");
-  pool = new pg.Pool({ connectionString: stack.db.url, max: 2 });
+  pool = createPool(stack.db.url, 2);
 }, 120_000);
 afterAll(async () => {
   await pool?.end();

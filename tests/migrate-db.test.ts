@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listMigrations, migrate, migrationsDir } from "@whereabouts/shared";
+import { createPool, listMigrations, migrate, migrationsDir } from "@whereabouts/shared";
 import { createTestDatabase, type TestDatabase } from "@whereabouts/shared/testing";
 import { migrateAll, SCHEMAS } from "../scripts/migrate.ts";
 
@@ -20,7 +20,7 @@ let dir: string;
 
 beforeAll(async () => {
   db = await createTestDatabase("migrate");
-  pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  pool = createPool(db.url, 4);
   dir = await mkdtemp(path.join(tmpdir(), "wa-migrations-"));
 });
 afterAll(async () => {

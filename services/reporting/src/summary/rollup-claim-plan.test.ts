@@ -5,7 +5,8 @@
  * row for each batch. Checked with EXPLAIN on the claim the loop sends, under
  * the settings it sets around it.
  */
-import pg from "pg";
+import type pg from "pg";
+import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { explainPlan, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
@@ -16,7 +17,7 @@ let pool: pg.Pool;
 
 beforeAll(async () => {
   db = await createMigratedDatabase("rollup_claim_plan");
-  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  pool = createPool(db.url, 2);
   const fill = (from: number, to: number) =>
     pool.query(
       `INSERT INTO reporting.location_rollup_transitions (org_id, asset_id, at, location_id, delta)

@@ -7,7 +7,8 @@
  * (130 ms a claim in the webhooks benchmark). Checked with EXPLAIN on the
  * function's own statement, under the function's own settings.
  */
-import pg from "pg";
+import type pg from "pg";
+import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { explainPlan, type PlanNode, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
@@ -17,7 +18,7 @@ let pool: pg.Pool;
 
 beforeAll(async () => {
   db = await createMigratedDatabase("webhook_claim_plan");
-  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  pool = createPool(db.url, 2);
   const fill = (from: number, to: number) =>
     pool.query(
       `INSERT INTO reporting.webhook_deliveries (webhook_id, org_id, event_seq, ordering_key, next_attempt_at)
