@@ -12,12 +12,11 @@ const UPLOAD_TTL_NS = 7 * 24 * 3600 * 1_000_000_000;
 
 export type { ObjectStore };
 
-/**
- * Opens the bucket, creating it on first use (idempotent). Object digests are
- * hashed by node:crypto: the library's default pure-JS SHA-256 cost the
- * gateway and the catalog 0.25 s of CPU per read of a 6 MB upload.
- */
+// Object digests hashed by node:crypto (process-wide): the library's default pure-JS
+// SHA-256 cost the gateway and the catalog 0.25 s of CPU per read of a 6 MB upload.
+setSha256Backend("native");
+
+/** Opens the bucket, creating it on first use (idempotent). */
 export function openUploads(nc: NatsConnection): Promise<ObjectStore> {
-  setSha256Backend("native");
   return new Objm(nc).create(STREAMS.UPLOADS.bucket, { ttl: UPLOAD_TTL_NS });
 }

@@ -102,7 +102,7 @@ export const embeddedTags = (ownerType: OwnerType, owner: string) => `COALESCE((
 
 /** embeddedTags as JSON text (see viewTextSql). */
 export const embeddedTagsText = (ownerType: OwnerType, owner: string) => `'[' || COALESCE((
-  SELECT string_agg(${viewTextSql(tagViewFields("t"))}, ',' ORDER BY t.id)
+  SELECT string_agg(${tagViewText("t")}, ',' ORDER BY t.id)
     FROM ${ownedTags(ownerType, owner)} t
    WHERE ${visibleTag("t")}), '') || ']'`;
 

@@ -210,40 +210,39 @@ export function packEventBatches(inputs: EventInput[]): BuiltEvent[] {
  * a row per message.
  */
 export function recordEventBatchesSql(events: string, p: { orgId: string; first: number }): string {
-  const [eventIds, batchIds, occurredAt, subject, maxBytes] = [0, 1, 2, 3, 4].map((i) => `$${p.first + i}`);
+  const [eventIds, occurredAt, subject, maxBytes] = [0, 1, 2, 3].map((i) => `$${p.first + i}`);
   const json = `'{"version":1,"event_id":"' || id.event_id || '","org_id":' || ${p.orgId}::int || ',"entity":"' || ev.entity
     || '","entity_id":' || ev.entity_id || ',"entity_version":' || ev.version || ',"verb":"' || ev.verb
     || '","occurred_at":"' || ${occurredAt}::text || '","data":' || ev.data || '}'`;
-  // Event ids joined by position (unnest): subscripting a text[] walks it from its start every time
-  // (a message id is picked a few times a chunk).
+  // Event ids joined by position (unnest): subscripting a text[] walks it from its start every time.
   // A message is a run of events: a new one starts where an event starts past the next multiple of
   // the bound, and around any event larger than half of it (alone in its message, as packEventBatches
   // leaves an event over the bound), so a message never exceeds 1.5 times the bound.
   return `sized AS (
-       SELECT ev.n, j.json, octet_length(j.json) + 1 AS bytes,
+       SELECT ev.n, id.event_id, j.json, octet_length(j.json) + 1 AS bytes,
               (sum(octet_length(j.json) + 1) OVER (ORDER BY ev.n) - octet_length(j.json) - 1) / ${maxBytes}::int AS span
          FROM ${events} ev JOIN unnest(${eventIds}::text[]) WITH ORDINALITY AS id(event_id, n) ON id.n = ev.n
         CROSS JOIN LATERAL (SELECT ${json} AS json) j
      ), cut AS (
-       SELECT n, json, CASE WHEN lag(n) OVER w IS NULL THEN 0
+       SELECT n, event_id, json, CASE WHEN lag(n) OVER w IS NULL THEN 0
                             WHEN span <> lag(span) OVER w OR bytes * 2 > ${maxBytes}::int OR lag(bytes) OVER w * 2 > ${maxBytes}::int THEN 1
                             ELSE 0 END AS starts
          FROM sized WINDOW w AS (ORDER BY n)
      ), packed AS (
-       SELECT n, json, sum(starts) OVER (ORDER BY n) AS message FROM cut
+       SELECT n, event_id, json, sum(starts) OVER (ORDER BY n) AS message FROM cut
      ), recorded AS (
+       -- A message's id is its first event's: an event inside a message never travels alone.
        INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
-       SELECT (${batchIds}::text[])[message + 1], ${p.orgId}::int, ${subject}::text,
+       SELECT (array_agg(event_id ORDER BY n))[1], ${p.orgId}::int, ${subject}::text,
               '{"version":1,"org_id":' || ${p.orgId}::int || ',"events":[' || string_agg(json, ',' ORDER BY n) || ']}'
          FROM packed GROUP BY message ORDER BY message
        RETURNING 1
      )`;
 }
 
-/** recordEventBatchesSql's parameters for `events` events: an id each, message ids (at most one per event), the time, the subject. */
+/** recordEventBatchesSql's parameters for `events` events: an id each, the time, the subject, the bound. */
 export function eventBatchParams(orgId: number, events: number): unknown[] {
-  const ids = () => arrayLiteral(Array.from({ length: events }, () => newEventId()));
-  return [ids(), ids(), toWireTimestamp(new Date()), catalogBatchSubject(orgId), CATALOG_BATCH_MAX_BYTES];
+  return [arrayLiteral(Array.from({ length: events }, () => newEventId())), toWireTimestamp(new Date()), catalogBatchSubject(orgId), CATALOG_BATCH_MAX_BYTES];
 }
 
 /** Records events as batch messages (packEventBatches) in the outbox inside `tx`; returns how many messages. */
