@@ -351,8 +351,11 @@ class RowsFailed extends Error {
 
 /** Test and operations hooks into a running job (composition root only). */
 export interface BulkHooks {
-  /** After each chunk of rows is written, inside the job's transaction, with the file's row it was written up to. */
-  afterChunk?: (job: JobRow, rowsRead: number) => Promise<void>;
+  /**
+   * After each chunk of rows is written, inside the job's transaction, with the file's row it was written up to
+   * and the job's signal (aborted when the service stops: the job then rolls back).
+   */
+  afterChunk?: (job: JobRow, rowsRead: number, signal: AbortSignal | undefined) => Promise<void>;
 }
 
 export interface BulkDeps {
@@ -541,7 +544,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         }
 
         const chunkDone = async (rowsWritten: number) => {
-          await deps.hooks?.afterChunk?.(job, rowsWritten);
+          await deps.hooks?.afterChunk?.(job, rowsWritten, deps.signal);
           checkSignal(deps.signal);
         };
         // The database writes one chunk while the next is read and parsed: `writing` chains the
