@@ -4,7 +4,7 @@ import { eventBatchParams, recordEventBatchesSql } from "../events/event-outbox.
 import { execute, Params, query, queryOne, type Db } from "../db/catalog-db.ts";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatch, searchRowMatch, tagRecordText, tagViewText, viewJsonSql, viewTextSql, visibleTag, type ViewField } from "../db/sql-fragments.ts";
+import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatch, searchMatchJoin, searchRowMatch, tagRecordText, tagViewText, viewJsonSql, viewTextSql, visibleTag, type ViewField } from "../db/sql-fragments.ts";
 import type { NewTag } from "../tags/tag-store.ts";
 import { orderBy, recordConditions, type RecordList } from "../requests/list-query.ts";
 
@@ -257,7 +257,7 @@ export const EXPORT_WALK_ROWS = 20_000;
  *
  * With `q`, a chunk first walks the sort index from `after`, testing the rule
  * on each row (searchRowMatch), until `limit` matches or `walkRows` rows. The
- * list's form (searchMatch: every match gathered through the trigram indexes,
+ * set form (searchMatchJoin: every match gathered through the trigram indexes,
  * then sorted) gathers them all again for every chunk, so a broad `q` made
  * the export quadratic (100,000 matching rows took 48 s); walked, a dense
  * match reads each row about once. A walk that finds fewer than `limit`
@@ -327,7 +327,7 @@ export async function exportAssets(
   if (!more) return walked;
   // Sparse: this chunk through the list's form.
   const sparse = new Params(rowsFromParams);
-  const match = searchMatch("asset", "a", sparse.add(orgId), sparse.add(pattern));
+  const match = searchMatchJoin("asset", "a", sparse.add(orgId), sparse.add(pattern));
   return page(sparse, `SELECT a.* ${rowsFrom(match)} LIMIT ${sparse.add(limit)}`);
 }
 
