@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
 import { ASSET_LIST, findAsset, lockAsset, type AssetFilters } from "../services/catalog/src/assets/asset-store.ts";
-import { findLocation } from "../services/catalog/src/locations/location-store.ts";
+import { findLocation, LOCATION_LIST, type LocationFilters } from "../services/catalog/src/locations/location-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 import { createCountCache } from "../services/catalog/src/requests/count-cache.ts";
 import { listRecords } from "../services/catalog/src/requests/list-query.ts";
@@ -172,6 +172,37 @@ describe("list pages", () => {
       walk(plan[0]!["QUERY PLAN"][0]!.Plan);
       expect(nodes.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
       expect(nodes.some((n) => n["Index Name"] === "assets_pkey" && String(n["Index Cond"]).includes("ANY"))).toBe(true);
+    } finally {
+      await one.end();
+    }
+  });
+
+  it("search locations with `q` the same way: the rule's matches, one generic plan", async () => {
+    const one = createPool(db.url, 1);
+    try {
+      const all: LocationFilters = { externalKeys: [], parentIds: [], parentKeys: [], isActive: undefined, isZone: undefined, includeDeleted: false, q: undefined };
+      // A few rare names among the 500: patterns the planner would estimate one by one.
+      await pool.query(`INSERT INTO catalog.locations (org_id, external_key, name, valid_from)
+                        SELECT 1, 'QZ-' || g, 'Quartz dock ' || g, now() FROM generate_series(1, 12) g`);
+      await pool.query("ANALYZE catalog.locations");
+      for (const q of ["quartz dock 1", "uartz dock 2", "QZ-3", "Quartz", "dock 11", "qz-1", "artz d", "z dock 5"]) {
+        const page = await listRecords(one, LOCATION_LIST, 1, { ...all, q }, [{ field: "external_key", descending: false }], { limit: 50, offset: 0 });
+        const { rows: expected } = await pool.query<{ keys: string[]; n: number }>(
+          `SELECT (array_agg(external_key ORDER BY external_key, id))[1:50] AS keys, count(*)::int AS n FROM catalog.locations l
+            WHERE org_id = 1 AND (name ILIKE $1 OR external_key ILIKE $1
+                  OR EXISTS (SELECT 1 FROM catalog.tags t WHERE t.owner_type = 'location' AND t.owner_id = l.id AND t.value ILIKE $1))`,
+          [`%${q}%`],
+        );
+        expect(page.total).toBe(expected[0]!.n);
+        expect(page.total).toBeGreaterThan(0);
+        expect((JSON.parse(page.data) as Array<{ external_key: string }>).map((r) => r.external_key)).toEqual(expected[0]!.keys);
+      }
+      const { rows } = await one.query<{ generic_plans: string; custom_plans: string }>(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%hits AS MATERIALIZED%'",
+      );
+      expect(rows).toHaveLength(1);
+      expect(Number(rows[0]!.custom_plans)).toBeLessThanOrEqual(5);
+      expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(3);
     } finally {
       await one.end();
     }
