@@ -14,33 +14,73 @@ import { ASSET_LIST, findAsset, lockAsset, type AssetFilters } from "../services
 import { findLocation, LOCATION_LIST, type LocationFilters } from "../services/catalog/src/locations/location-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 import { createCountCache } from "../services/catalog/src/requests/count-cache.ts";
-import { listRecords } from "../services/catalog/src/requests/list-query.ts";
+import { listRecords, type RecordList } from "../services/catalog/src/requests/list-query.ts";
 import { RELAY_CLAIM_SQL } from "../services/catalog/src/events/event-outbox.ts";
 
 let db: TestDatabase;
 let pool: pg.Pool;
 
+type PlanNode = Record<string, unknown>;
+
+/** Every node of an EXPLAIN (FORMAT JSON) plan, the root first. */
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...((node.Plans as PlanNode[] | undefined) ?? []).flatMap(planNodes)];
+}
+
 /** Runs EXPLAIN on whatever statement the store sends, and keeps the plan's index names. */
 function explaining(): { db: Db; indexes: () => string[] } {
   const found: string[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    if (typeof node["Index Name"] === "string") found.push(node["Index Name"]);
-    if (node["Node Type"] === "Seq Scan") found.push(`seq:${String(node["Relation Name"])}`);
-    for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
-  };
   const spy = {
     query: async (config: { text: string; values?: unknown[] } | string, values?: unknown[]) => {
       const text = typeof config === "string" ? config : config.text;
       const params = typeof config === "string" ? values : config.values;
-      const result = await pool.query<{ "QUERY PLAN": Array<{ Plan: Record<string, unknown> }> }>(
-        `EXPLAIN (FORMAT JSON) ${text}`,
-        params,
-      );
-      walk(result.rows[0]!["QUERY PLAN"][0]!.Plan);
+      const result = await pool.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, params);
+      for (const node of planNodes(result.rows[0]!["QUERY PLAN"][0]!.Plan)) {
+        if (typeof node["Index Name"] === "string") found.push(node["Index Name"]);
+        if (node["Node Type"] === "Seq Scan") found.push(`seq:${String(node["Relation Name"])}`);
+      }
       return { rows: [], rowCount: 0 };
     },
   };
   return { db: spy as unknown as Db, indexes: () => found };
+}
+
+/**
+ * Lists page one of `q` for each pattern on the connection `one` and checks it
+ * against the rule written plainly (name, external key, description or a live,
+ * active tag value; case-insensitive substring), key for key and in count.
+ */
+async function expectSearchFollowsRule<F extends { q: string | undefined }, S extends string>(
+  one: pg.Pool,
+  list: RecordList<F, S>,
+  filters: F,
+  ownerType: "asset" | "location",
+  patterns: string[],
+): Promise<void> {
+  for (const q of patterns) {
+    const page = await listRecords(one, list, 1, { ...filters, q }, [{ field: "external_key" as S, descending: false }], { limit: 50, offset: 0 });
+    const { rows: expected } = await pool.query<{ keys: string[]; n: number }>(
+      `SELECT (array_agg(external_key ORDER BY external_key, id))[1:50] AS keys, count(*)::int AS n FROM ${list.table} r
+        WHERE org_id = 1 AND (name ILIKE $1 OR external_key ILIKE $1 OR description ILIKE $1
+              OR EXISTS (SELECT 1 FROM catalog.tags t WHERE t.owner_type = '${ownerType}' AND t.owner_id = r.id
+                                                        AND t.deleted_at IS NULL AND t.is_active AND t.value ILIKE $1))`,
+      [`%${q}%`],
+    );
+    expect(page.total).toBe(expected[0]!.n);
+    expect(page.total).toBeGreaterThan(0);
+    expect((JSON.parse(page.data) as Array<{ external_key: string }>).map((r) => r.external_key)).toEqual(expected[0]!.keys);
+  }
+}
+
+/** The search statement prepared on `one`: Postgres tries five custom plans, then keeps the generic one. */
+async function expectSearchOnGenericPlan(one: pg.Pool): Promise<string> {
+  const { rows } = await one.query<{ name: string; generic_plans: string; custom_plans: string }>(
+    "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%hits AS MATERIALIZED%'",
+  );
+  expect(rows).toHaveLength(1);
+  expect(Number(rows[0]!.custom_plans)).toBeLessThanOrEqual(5);
+  expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(3);
+  return rows[0]!.name;
 }
 
 beforeAll(async () => {
@@ -141,35 +181,15 @@ describe("list pages", () => {
   it("search with `q` through one generic plan that finds the matches by primary key, whatever the pattern", async () => {
     const one = createPool(db.url, 1);
     try {
-      const patterns = ["Asset 12", "asset 37", "ASSET 5", "E28000000", "a-7", "Asset 4", "set 99", "A-1"];
-      for (const q of patterns) {
-        const page = await listRecords(one, ASSET_LIST, 1, { ...everything, q }, [{ field: "external_key", descending: false }], { limit: 50, offset: 0 });
-        const { rows: expected } = await pool.query<{ keys: string[]; n: number }>(
-          `SELECT (array_agg(external_key ORDER BY external_key, id))[1:50] AS keys, count(*)::int AS n FROM catalog.assets a
-            WHERE org_id = 1 AND (name ILIKE $1 OR external_key ILIKE $1
-                  OR EXISTS (SELECT 1 FROM catalog.tags t WHERE t.owner_type = 'asset' AND t.owner_id = a.id AND t.value ILIKE $1))`,
-          [`%${q}%`],
-        );
-        expect(page.total).toBe(expected[0]!.n);
-        expect(page.total).toBeGreaterThan(0);
-        expect((JSON.parse(page.data) as Array<{ external_key: string }>).map((r) => r.external_key)).toEqual(expected[0]!.keys);
-      }
-      const { rows } = await one.query<{ name: string; generic_plans: string; custom_plans: string }>(
-        "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%hits AS MATERIALIZED%'",
-      );
-      expect(rows).toHaveLength(1);
-      expect(Number(rows[0]!.custom_plans)).toBeLessThanOrEqual(5);
-      expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(3);
+      // Descriptions are searched too (a few assets have one); an inactive tag's value is not.
+      await pool.query(`UPDATE catalog.assets SET description = 'Stored in bay ' || id WHERE id % 97 = 0`);
+      await pool.query(`INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, is_active, valid_from)
+                        SELECT 1, 'asset', id, 'ble', 'OFF-A-1', false, now() FROM catalog.assets WHERE external_key = 'A-2'`);
+      await expectSearchFollowsRule(one, ASSET_LIST, everything, "asset", ["Asset 12", "asset 37", "IN BAY 1", "E28000000", "a-7", "Asset 4", "set 99", "A-1"]);
+      const name = await expectSearchOnGenericPlan(one);
       // The plan the statement now keeps: no sequential scan, the matches through the primary key.
-      const { rows: plan } = await one.query<{ "QUERY PLAN": Array<{ Plan: Record<string, unknown> }> }>(
-        `EXPLAIN (FORMAT JSON) EXECUTE "${rows[0]!.name}"(1, '%asset 1%', 50, 0)`,
-      );
-      const nodes: Array<Record<string, unknown>> = [];
-      const walk = (node: Record<string, unknown>) => {
-        nodes.push(node);
-        for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
-      };
-      walk(plan[0]!["QUERY PLAN"][0]!.Plan);
+      const { rows: plan } = await one.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) EXECUTE "${name}"(1, '%asset 1%', 50, 0)`);
+      const nodes = planNodes(plan[0]!["QUERY PLAN"][0]!.Plan);
       expect(nodes.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
       expect(nodes.some((n) => n["Index Name"] === "assets_pkey" && String(n["Index Cond"]).includes("ANY"))).toBe(true);
     } finally {
@@ -185,24 +205,8 @@ describe("list pages", () => {
       await pool.query(`INSERT INTO catalog.locations (org_id, external_key, name, valid_from)
                         SELECT 1, 'QZ-' || g, 'Quartz dock ' || g, now() FROM generate_series(1, 12) g`);
       await pool.query("ANALYZE catalog.locations");
-      for (const q of ["quartz dock 1", "uartz dock 2", "QZ-3", "Quartz", "dock 11", "qz-1", "artz d", "z dock 5"]) {
-        const page = await listRecords(one, LOCATION_LIST, 1, { ...all, q }, [{ field: "external_key", descending: false }], { limit: 50, offset: 0 });
-        const { rows: expected } = await pool.query<{ keys: string[]; n: number }>(
-          `SELECT (array_agg(external_key ORDER BY external_key, id))[1:50] AS keys, count(*)::int AS n FROM catalog.locations l
-            WHERE org_id = 1 AND (name ILIKE $1 OR external_key ILIKE $1
-                  OR EXISTS (SELECT 1 FROM catalog.tags t WHERE t.owner_type = 'location' AND t.owner_id = l.id AND t.value ILIKE $1))`,
-          [`%${q}%`],
-        );
-        expect(page.total).toBe(expected[0]!.n);
-        expect(page.total).toBeGreaterThan(0);
-        expect((JSON.parse(page.data) as Array<{ external_key: string }>).map((r) => r.external_key)).toEqual(expected[0]!.keys);
-      }
-      const { rows } = await one.query<{ generic_plans: string; custom_plans: string }>(
-        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%hits AS MATERIALIZED%'",
-      );
-      expect(rows).toHaveLength(1);
-      expect(Number(rows[0]!.custom_plans)).toBeLessThanOrEqual(5);
-      expect(Number(rows[0]!.generic_plans)).toBeGreaterThanOrEqual(3);
+      await expectSearchFollowsRule(one, LOCATION_LIST, all, "location", ["quartz dock 1", "uartz dock 2", "QZ-3", "Quartz", "dock 11", "qz-1", "artz d", "z dock 5"]);
+      await expectSearchOnGenericPlan(one);
     } finally {
       await one.end();
     }

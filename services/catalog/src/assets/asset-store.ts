@@ -325,7 +325,7 @@ export async function exportAssets(
   const tail = new Params(rowsFromParams);
   const more = await queryOne<{ more: boolean }>(db, `SELECT true AS more ${rowsFrom()} OFFSET ${tail.add(walkRows)} LIMIT 1`, tail.values);
   if (!more) return walked;
-  // Sparse: this chunk through the list's form.
+  // Sparse: this chunk through the set form (every match gathered, then sorted).
   const sparse = new Params(rowsFromParams);
   const match = searchMatchJoin("asset", "a", sparse.add(orgId), sparse.add(pattern));
   return page(sparse, `SELECT a.* ${rowsFrom(match)} LIMIT ${sparse.add(limit)}`);
