@@ -141,17 +141,21 @@ export async function recordPartnerEvents(tx: SqlRunner, batch: PartnerEventBatc
     queued += await insertPartnerEvents(
       tx,
       m.length,
+      // Each key by its primary key (scalar subqueries): as joins, a batch of
+      // 450 moves hashed all of an organization's assets (20,000: 8-30 ms).
       `SELECT m.id, m.org_id, 'asset.moved', m.observed_at, m.observed_at::timestamptz, 'asset:' || m.asset_id, m.source_id,
                 json_build_object(
-                  'asset_id', m.asset_id, 'asset_external_key', a.external_key,
-                  'from_location_id', m.from_id, 'from_location_external_key', lf.external_key,
-                  'to_location_id', m.to_id, 'to_location_external_key', lt.external_key,
+                  'asset_id', m.asset_id,
+                  'asset_external_key', (SELECT a.external_key FROM reporting.assets a WHERE a.org_id = m.org_id AND a.asset_id = m.asset_id),
+                  'from_location_id', m.from_id,
+                  'from_location_external_key',
+                    (SELECT l.external_key FROM reporting.locations l WHERE l.org_id = m.org_id AND l.location_id = m.from_id),
+                  'to_location_id', m.to_id,
+                  'to_location_external_key',
+                    (SELECT l.external_key FROM reporting.locations l WHERE l.org_id = m.org_id AND l.location_id = m.to_id),
                   'observed_at', m.observed_at)
            FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[])
                 WITH ORDINALITY AS m(id, org_id, asset_id, from_id, to_id, observed_at, source_id, ord)
-           LEFT JOIN reporting.assets a ON a.org_id = m.org_id AND a.asset_id = m.asset_id
-           LEFT JOIN reporting.locations lf ON lf.org_id = m.org_id AND lf.location_id = m.from_id
-           LEFT JOIN reporting.locations lt ON lt.org_id = m.org_id AND lt.location_id = m.to_id
           ORDER BY m.ord`,
       unnestColumns(m, "orgId", "assetId", "fromLocationId", "toLocationId", "observedAt", "sourceId"),
     );

@@ -1,22 +1,25 @@
 /**
- * The positions roll-up trigger (fired by every scan batch's positions
- * upsert) reads only the assets its batch placed or moved, each by its key:
- * no scan of the organization's assets, whose cost would grow with the
- * catalog instead of the batch. Checked with the transaction's own table
- * statistics (pg_stat_xact_user_tables) on 20,000 analyzed assets, where the
- * planner left alone hashed all of them; and the roll-ups it leaves are
- * checked against a recount from positions and assets.
+ * What reporting writes for a scan batch reads only the assets (and
+ * locations) the batch placed or moved, each by its key: no scan of the
+ * organization's assets, whose cost would grow with the catalog instead of
+ * the batch. Checked with the transaction's own table statistics
+ * (pg_stat_xact_user_tables) on 20,000 analyzed assets, where the planner
+ * left alone hashed all of them, for the positions roll-up trigger (fired by
+ * every batch's positions upsert; its roll-ups are checked against a recount
+ * from positions and assets) and for the moves' partner events.
  */
+import type { AssetPositionEvent } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
+import { PartnerEventBatch, recordPartnerEvents } from "../events/partner-events.ts";
 import { createReportingDb, type ReportingDb, type SqlRunner } from "../reporting-db.ts";
 import { createProjectionStore, LIVE_SCHEMA } from "./projection-store.ts";
 import type { PositionRow } from "./projection-types.ts";
 
 const ORG = 1;
 const ASSETS = 20_000;
-const LOCATIONS = 100;
+const LOCATIONS = 1_000;
 let db: TestDatabase;
 let sql: ReportingDb;
 const store = createProjectionStore(LIVE_SCHEMA);
@@ -37,7 +40,14 @@ beforeAll(async () => {
     ORG,
     ASSETS,
   );
+  await sql.$executeRawUnsafe(
+    `INSERT INTO reporting.locations (org_id, location_id, version, external_key, valid_from)
+     SELECT $1, g, 1, 'L-' || g, '2020-01-01' FROM generate_series(1, $2::int) g`,
+    ORG,
+    LOCATIONS,
+  );
   await sql.$executeRawUnsafe(`ANALYZE reporting.assets`);
+  await sql.$executeRawUnsafe(`ANALYZE reporting.locations`);
 }, 120_000);
 
 afterAll(async () => {
@@ -54,23 +64,35 @@ function positions(assetIds: number[], locationOf: (assetId: number) => number):
   });
 }
 
-/** Applies one batch in a transaction; returns how often it scanned reporting.assets sequentially and by index. */
-async function applyBatch(rows: PositionRow[]): Promise<{ seqScans: number; indexScans: number }> {
-  clock += 60_000;
-  // The backend's counts not yet flushed may include earlier transactions':
-  // the batch's own are the difference across it (nothing flushes mid-transaction).
+type Scans = Record<"assets" | "locations", { seqScans: number; indexScans: number }>;
+
+/**
+ * Runs `work` in a transaction; returns how often it scanned reporting's
+ * assets and locations sequentially and by index. The backend's counts not
+ * yet flushed may include earlier transactions': the work's own are the
+ * difference across it (nothing flushes mid-transaction).
+ */
+async function scansOf(work: (tx: SqlRunner) => Promise<unknown>): Promise<Scans> {
   const scans = async (tx: SqlRunner) => {
-    const [stats] = await tx.$queryRawUnsafe<Array<{ seq: bigint; idx: bigint }>>(
-      `SELECT seq_scan AS seq, COALESCE(idx_scan, 0) AS idx FROM pg_stat_xact_user_tables WHERE relid = 'reporting.assets'::regclass`,
+    const rows = await tx.$queryRawUnsafe<Array<{ relname: "assets" | "locations"; seq: bigint; idx: bigint }>>(
+      `SELECT relname, seq_scan AS seq, COALESCE(idx_scan, 0) AS idx FROM pg_stat_xact_user_tables
+        WHERE relid IN ('reporting.assets'::regclass, 'reporting.locations'::regclass)`,
     );
-    return { seqScans: Number(stats!.seq), indexScans: Number(stats!.idx) };
+    return Object.fromEntries(rows.map((r) => [r.relname, { seqScans: Number(r.seq), indexScans: Number(r.idx) }])) as Scans;
   };
   return sql.$transaction(async (tx: SqlRunner) => {
     const before = await scans(tx);
-    await store.upsertPositions(tx, rows);
+    await work(tx);
     const after = await scans(tx);
-    return { seqScans: after.seqScans - before.seqScans, indexScans: after.indexScans - before.indexScans };
+    const diff = (t: keyof Scans) => ({ seqScans: after[t].seqScans - before[t].seqScans, indexScans: after[t].indexScans - before[t].indexScans });
+    return { assets: diff("assets"), locations: diff("locations") };
   });
+}
+
+/** Applies one batch of positions; returns how often it scanned reporting.assets sequentially and by index. */
+async function applyBatch(rows: PositionRow[]): Promise<{ seqScans: number; indexScans: number }> {
+  clock += 60_000;
+  return (await scansOf((tx) => store.upsertPositions(tx, rows))).assets;
 }
 
 /** Each location's roll-up against a recount: counted assets placed there now, the newest read of any asset there. */
@@ -128,5 +150,46 @@ describe("the positions roll-up trigger", () => {
     const churn = await applyBatch(positions(batch, (a) => 1 + ((a + 51) % LOCATIONS)));
     expect(churn.seqScans).toBe(0);
     expect(await rollupsDisagreeingWithRecount()).toEqual([]);
+  });
+});
+
+describe("the moves' partner events", () => {
+  it("read each moved asset's and location's key by its primary key", async () => {
+    const moved = ids(3, 4_500 * 4, 40);
+    const batch = PartnerEventBatch.of({
+      catalogEvents: [],
+      moves: moved.map((assetId, i): AssetPositionEvent & { verb: "moved" } => ({
+        version: 1,
+        event_id: `move-${assetId}`,
+        org_id: ORG,
+        asset_id: assetId,
+        location_id: 1 + (assetId % LOCATIONS),
+        // The first has no previous location; one comes from a location reporting never heard of.
+        previous_location_id: i === 0 ? null : i === 1 ? 999_999 : 1 + ((assetId + 1) % LOCATIONS),
+        observed_at: "2026-11-20T10:00:00.000000Z",
+        seq: 1,
+        verb: "moved",
+      })),
+    });
+    expect(batch.moves.length).toBe(moved.length);
+    const scans = await scansOf((tx) => recordPartnerEvents(tx, batch));
+    expect(scans.assets.seqScans).toBe(0);
+    expect(scans.locations.seqScans).toBe(0);
+
+    const data = await sql.$queryRawUnsafe<Array<{ data: Record<string, unknown> }>>(
+      `SELECT data FROM reporting.partner_events WHERE org_id = $1 AND type = 'asset.moved' ORDER BY seq`,
+      ORG,
+    );
+    expect(data.map((r) => r.data)).toEqual(
+      moved.map((assetId, i) => ({
+        asset_id: assetId,
+        asset_external_key: assetId % 7 === 0 ? null : `A-${assetId}`,
+        from_location_id: i === 0 ? null : i === 1 ? 999_999 : 1 + ((assetId + 1) % LOCATIONS),
+        from_location_external_key: i <= 1 ? null : `L-${1 + ((assetId + 1) % LOCATIONS)}`,
+        to_location_id: 1 + (assetId % LOCATIONS),
+        to_location_external_key: `L-${1 + (assetId % LOCATIONS)}`,
+        observed_at: "2026-11-20T10:00:00.000000Z",
+      })),
+    );
   });
 });
