@@ -10,7 +10,7 @@ import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
-import { ASSET_LIST, findAsset, lockAsset, type AssetFilters } from "../services/catalog/src/assets/asset-store.ts";
+import { applyPositions, ASSET_LIST, findAsset, lockAsset, type AssetFilters } from "../services/catalog/src/assets/asset-store.ts";
 import { findLocation, LOCATION_LIST, type LocationFilters } from "../services/catalog/src/locations/location-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 import { createCountCache } from "../services/catalog/src/requests/count-cache.ts";
@@ -210,6 +210,41 @@ describe("list pages", () => {
     } finally {
       await one.end();
     }
+  });
+});
+
+describe("a scan batch's positions", () => {
+  // Moves from tracking: each asset is checked against this organization by its key. As a join,
+  // a batch of 450 hashed every asset of the catalog.
+  it("are applied by primary key, and only to this organization's assets", async () => {
+    const { rows: assets } = await pool.query<{ id: number; org_id: number }>(
+      `SELECT id, org_id FROM catalog.assets WHERE id % 17 = 0 ORDER BY id LIMIT 450`,
+    );
+    expect(assets.some((a) => a.org_id === 2)).toBe(true);
+    // Every event claims organization 1: those for organization 2's assets must change nothing.
+    const events = assets.map((a, i) => ({
+      version: 1 as const,
+      event_id: `moved:1:${a.id}:9`,
+      org_id: 1,
+      asset_id: a.id,
+      location_id: 1 + (i % 500),
+      observed_at: "2030-01-01T00:00:00.000000Z",
+      seq: 9,
+    }));
+    const plan = explaining();
+    await applyPositions(plan.db, events);
+    expect(plan.indexes()).toContain("assets_pkey");
+    expect(plan.indexes().filter((i) => i.startsWith("seq:"))).toEqual([]);
+
+    await applyPositions(pool as unknown as Db, events);
+    const { rows } = await pool.query<{ asset_id: number; org_id: number; location_id: number; moved: boolean }>(
+      `SELECT p.asset_id, p.org_id, p.location_id, p.observed_at = '2030-01-01Z' AS moved
+         FROM catalog.asset_positions p WHERE p.asset_id = ANY ($1::int[]) ORDER BY p.asset_id`,
+      [assets.map((a) => a.id)],
+    );
+    expect(rows).toEqual(
+      events.filter((_, i) => assets[i]!.org_id === 1).map((e) => ({ asset_id: e.asset_id, org_id: 1, location_id: e.location_id, moved: true })),
+    );
   });
 });
 

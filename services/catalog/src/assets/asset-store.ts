@@ -349,7 +349,8 @@ export async function hasPlacedAssets(db: Db, orgId: number, locationId: number)
  * newest of its events (observed_at, then seq), and only when that is newer
  * than the position it holds. Not a catalog change: neither updated_at nor the
  * version moves, and no event is emitted. Events for assets this organization
- * does not hold are ignored (the join).
+ * does not hold are ignored: each asset is looked up by its key (a scalar
+ * subquery; as a join, a batch of 450 moves hashed all 20,000 assets).
  */
 export async function applyPositions(db: Db, events: AssetPositionEvent[]): Promise<void> {
   if (!events.length) return;
@@ -361,7 +362,7 @@ export async function applyPositions(db: Db, events: AssetPositionEvent[]): Prom
                FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[])
                     AS e(org_id, asset_id, location_id, observed_at, seq)
               ORDER BY org_id, asset_id, observed_at DESC, seq DESC) n
-       JOIN catalog.assets a ON a.id = n.asset_id AND a.org_id = n.org_id
+      WHERE (SELECT a.org_id FROM catalog.assets a WHERE a.id = n.asset_id) = n.org_id
       ORDER BY n.asset_id
      ON CONFLICT (asset_id) DO UPDATE
         SET location_id = excluded.location_id, observed_at = excluded.observed_at, seq = excluded.seq
