@@ -49,3 +49,4 @@ export * from "./rules/like.ts";
 export * from "./rules/pair.ts";
 export * from "./rules/paging.ts";
 export * from "./rules/org-context.ts";
+export * from "./acked-publisher.ts";

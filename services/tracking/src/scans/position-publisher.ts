@@ -9,15 +9,15 @@
  * again de-duplicates; a redelivered batch grouped differently is applied
  * again, which consumers make harmless (newer states only).
  *
- * Publishing is JetStream publish-with-ack without `js.publish`'s per-message
- * promise, timer and Error objects: every message carries a reply subject
- * under one wildcard inbox, and the call resolves when JetStream has
- * acknowledged (stored or de-duplicated) each, or fails on the first error, a
- * "no responders" (no stream), or the timeout.
+ * Publishing is the shared light publish-with-ack (acked-publisher.ts): the
+ * call resolves when JetStream has acknowledged (stored or de-duplicated)
+ * each message, or fails on the first error, a "no responders" (no stream),
+ * or the timeout.
  */
 import { createHash } from "node:crypto";
-import { createInbox, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import {
+  createAckedPublisher,
   encodeJson,
   POSITION_BATCH_MAX,
   POSITION_BATCH_VERB,
@@ -83,79 +83,20 @@ export function positionBatches(events: Array<{ state: PositionState; verb: Posi
 export const verbOf = (state: PositionState): PositionVerb =>
   state.previousLocationId === state.locationId ? "seen" : "moved";
 
-export class PublishError extends Error {
-  override readonly name = "PublishError";
-}
-
-const decoder = new TextDecoder();
-
+/** Publishes position batches with acknowledgement (the shared light publisher, see acked-publisher.ts). */
 export function createPositionPublisher(nc: NatsConnection, options: { ackTimeoutMs: number }) {
-  const prefix = `${createInbox()}.`;
-  const pending = new Map<number, (err?: Error) => void>();
-  let next = 0;
-
-  const sub = nc.subscribe(`${prefix}*`, {
-    callback: (err, msg) => {
-      if (err) return;
-      const id = Number(msg.subject.slice(prefix.length));
-      const settle = pending.get(id);
-      if (!settle) return;
-      pending.delete(id);
-      if (msg.headers?.code === 503) return settle(new PublishError("no stream captures the position events"));
-      try {
-        const ack = JSON.parse(decoder.decode(msg.data)) as { error?: { description?: string } };
-        settle(ack.error ? new PublishError(`JetStream refused an event: ${ack.error.description ?? "error"}`) : undefined);
-      } catch {
-        settle(new PublishError("unreadable JetStream acknowledgement"));
-      }
-    },
-  });
+  const publisher = createAckedPublisher(nc, options);
 
   /** Publishes every change; resolves once JetStream stored (or de-duplicated) all of them. */
-  function publish(changes: Array<{ state: PositionState; verb: PositionVerb }>): Promise<void> {
-    const events = positionBatches(changes);
-    if (!events.length) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const ids: number[] = [];
-      let remaining = events.length;
-      let failed = false;
-      const fail = (err: Error) => {
-        if (failed) return;
-        failed = true;
-        clearTimeout(timer);
-        for (const id of ids) pending.delete(id);
-        reject(err);
-      };
-      const settle = (err?: Error) => {
-        if (err) return fail(err);
-        if (--remaining === 0 && !failed) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      const timer = setTimeout(
-        () => fail(new PublishError(`${remaining} of ${events.length} position messages not acknowledged in time`)),
-        options.ackTimeoutMs,
-      );
-      try {
-        for (const { subject, batch } of events) {
-          const data = encodeJson(batch);
-          const id = next++;
-          ids.push(id);
-          pending.set(id, settle);
-          const h = natsHeaders();
-          h.set("Nats-Msg-Id", `positions:${batch.org_id}:${createHash("sha1").update(data).digest("base64url")}`);
-          nc.publish(subject, data, { reply: `${prefix}${id}`, headers: h });
-        }
-      } catch (err) {
-        fail(err instanceof Error ? err : new PublishError(String(err)));
-      }
-    });
+  async function publish(changes: Array<{ state: PositionState; verb: PositionVerb }>): Promise<void> {
+    await Promise.all(
+      positionBatches(changes).map(({ subject, batch }) => {
+        const data = encodeJson(batch);
+        return publisher.publish(subject, data, `positions:${batch.org_id}:${createHash("sha1").update(data).digest("base64url")}`);
+      }),
+    );
   }
 
-  return {
-    publish,
-    close: () => sub.unsubscribe(),
-  };
+  return { publish, close: () => publisher.close() };
 }
 export type PositionPublisher = ReturnType<typeof createPositionPublisher>;
