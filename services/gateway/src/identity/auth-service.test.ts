@@ -57,6 +57,8 @@ describe("API keys", () => {
     expect(hashesEqual(a.hash, hashApiKey(a.key))).toBe(true);
     expect(hashesEqual(a.hash, b.hash)).toBe(false);
     expect(hashesEqual(a.hash, "ab")).toBe(false);
+    // Stored hashes are SHA-256 of the key's UTF-8 text in hex: keys issued before stay valid.
+    expect(hashApiKey("wa_ABCDEFGH_abcdefghijklmnopqrstuvwxyz012345")).toBe("cb16e0edfb90b71a797e030b48a65598115e4e36a7f8823bdab80b8ef2674ae0");
   });
 });
 
