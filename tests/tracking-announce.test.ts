@@ -17,6 +17,7 @@ import {
   DURABLES,
   encodeJson,
   scanSubject,
+  PublishError,
   STREAMS,
   waitForConsumer,
 } from "@whereabouts/shared";
@@ -26,11 +27,7 @@ import { startStack, type Stack } from "./harness.ts";
 import { publishScan } from "../services/tracking/src/testing/tracking-fixtures.ts";
 import { duplicateHistoryRows, historyRowCount } from "../services/tracking/src/testing/history-checks.ts";
 import { createTrackingClient, type TrackingClient } from "../services/tracking/src/db/tracking-db.ts";
-import {
-  createPositionPublisher,
-  PublishError,
-  type PositionPublisher,
-} from "../services/tracking/src/scans/position-publisher.ts";
+import { createPositionPublisher, type PositionPublisher } from "../services/tracking/src/scans/position-publisher.ts";
 import { createScanCounters } from "../services/tracking/src/scans/scan-metrics.ts";
 import { createScanService, type ScanService } from "../services/tracking/src/scans/scan-service.ts";
 
