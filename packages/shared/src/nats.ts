@@ -346,18 +346,27 @@ class Requester {
 
 const requesters = new WeakMap<NatsConnection, Requester>();
 
+/**
+ * A request on the connection's one wildcard inbox (Requester): resolves with
+ * the reply; fails with Error("no responders") when nobody listens on the
+ * subject, Error("timeout") without a reply in time.
+ */
+export function requestReply(nc: NatsConnection, subject: string, data: Uint8Array, options: { timeoutMs: number; headers: MsgHdrs }): Promise<Msg> {
+  let requester = requesters.get(nc);
+  if (!requester) requesters.set(nc, (requester = new Requester(nc)));
+  return requester.request(subject, data, options);
+}
+
 async function requestRpc(
   nc: NatsConnection,
   subject: string,
   request: RpcRequest,
   options: { timeoutMs: number; traceparent?: string },
 ): Promise<Msg> {
-  let requester = requesters.get(nc);
-  if (!requester) requesters.set(nc, (requester = new Requester(nc)));
   // Writes carry a deadline ahead of the timeout (deadline.ts): none commits after the caller answered 503.
   const sent = request.deadline === undefined ? { ...request, deadline: rpcDeadline(options.timeoutMs) } : request;
   try {
-    return await requester.request(subject, encodeJson(sent), {
+    return await requestReply(nc, subject, encodeJson(sent), {
       timeoutMs: options.timeoutMs,
       headers: messageHeaders(request.request_id, options.traceparent),
     });
