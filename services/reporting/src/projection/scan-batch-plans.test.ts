@@ -95,7 +95,7 @@ async function applyBatch(rows: PositionRow[]): Promise<{ seqScans: number; inde
   return (await scansOf((tx) => store.upsertPositions(tx, rows))).assets;
 }
 
-/** Each location's roll-up against a recount: counted assets placed there now, the newest read of any asset there. */
+/** Each location's roll-up count against a recount of the counted assets placed there now, and every pending boundary where its asset is. */
 async function rollupsDisagreeingWithRecount(): Promise<unknown[]> {
   return sql.$queryRawUnsafe(
     `WITH truth AS (
