@@ -10,6 +10,7 @@ import {
   listEnvelopeJson,
   notFound,
   RenameRequest,
+  TAGS_PER_OWNER_MAX,
   type AssetView,
   type FieldError,
   type JsonText,
@@ -32,10 +33,11 @@ import {
 } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
 import { ASSET_LOCATION_READ_ONLY, checkEchoes } from "../requests/read-only-echo.ts";
-import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
+import { attachTags, detachOwnerTags, newTagRow } from "../tags/tag-service.ts";
 import {
   findAsset,
   insertAsset,
+  insertAssetAtOnce,
   ASSET_LIST,
   loadAsset,
   lockAsset,
@@ -62,7 +64,8 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
   const { events, db } = deps;
   const counts = createCountCache();
 
-  async function create(orgId: number, body: unknown): Promise<AssetView> {
+  /** A new asset: its id and its view (JSON text). */
+  async function create(orgId: number, body: unknown): Promise<{ id: number; view: string }> {
     const raw = requireObject(body);
     // Read-only on create: the location pair is rejected by presence, as are
     // the server-managed fields (a new row has no value they could match).
@@ -87,7 +90,20 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     for (let attempt = 0; ; attempt++) {
       try {
         const externalKey = request.external_key ?? (await mintExternalKey(db, orgId, "asset"));
-        return await events.write((tx, emit) => insertAssetRecord(tx, emit, orgId, request, externalKey));
+        if ((request.tags?.length ?? 0) <= TAGS_PER_OWNER_MAX) {
+          // The usual create in one statement; one that breaks a uniqueness rule goes the way below,
+          // whose statements name the key or the tag taken.
+          try {
+            return await events.writeAtOnce(async (pool) => {
+              const { id, view, events } = await insertAssetAtOnce(pool, orgId, { ...newAssetRow(request, externalKey), tags: (request.tags ?? []).map(newTagRow) });
+              return { value: { id, view }, events };
+            });
+          } catch (err) {
+            if (uniqueViolation(err) === undefined) throw err;
+          }
+        }
+        const view = await events.write((tx, emit) => insertAssetRecord(tx, emit, orgId, request, externalKey));
+        return { id: view.id, view: JSON.stringify(view) };
       } catch (err) {
         // A minted key raced a caller's concurrent insert of the same key: mint again.
         if (request.external_key === undefined && uniqueViolation(err) === ASSET_LIVE_UNIQUE_INDEX && attempt < 5) continue;

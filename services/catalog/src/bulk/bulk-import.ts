@@ -38,8 +38,8 @@ import { recordEventBatches, type EventInput, type EventPublisher } from "../eve
 import { inTransaction, type CatalogClient } from "../db/catalog-db.ts";
 import { insertAssetRecord, newAssetRow, patchAssetRecord } from "../assets/asset-service.ts";
 import { assetInsertBatch, insertAssetsWithTags, type AssetInsertBatch } from "../assets/asset-store.ts";
-import { attachTags } from "../tags/tag-service.ts";
-import { parseObject, storedInstant, type JsonObject } from "../requests/body-parse.ts";
+import { attachTags, newTagRow } from "../tags/tag-service.ts";
+import { parseObject, type JsonObject } from "../requests/body-parse.ts";
 import { checkHeader, rowToBody } from "./csv-columns.ts";
 import { SeenValues } from "./seen-values.ts";
 import { DEFER_INDEXES_AFTER_ROWS, deferTrigramIndexes, restoreTrigramIndexes } from "./trigram-indexes.ts";
@@ -516,7 +516,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
             job.org_id,
             chunk.map(({ request }, i) => ({
               ...newAssetRow(request, keys[i]!),
-              tags: (request.tags ?? []).map((tag) => ({ tagType: tag.tag_type, value: tag.value, isActive: tag.is_active ?? true, validFrom: storedInstant(tag.valid_from), validTo: storedInstant(tag.valid_to) ?? null })),
+              tags: (request.tags ?? []).map(newTagRow),
             })),
           );
         }

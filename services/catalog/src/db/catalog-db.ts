@@ -6,6 +6,8 @@
  */
 import {
   checkDeadline,
+  currentDeadline,
+  hasSqlState,
   sqlExecute,
   sqlQuery,
   sqlQueryOne,
@@ -35,6 +37,27 @@ export function inTransaction<T>(
     checkDeadline(options.deadline);
     return result;
   });
+}
+
+/** SQLSTATE of catalog.within_deadline: the caller's deadline passed (migration 20261231000000). */
+const PAST_DEADLINE = "P0D01";
+
+/**
+ * A write in one statement (its own transaction), with the RPC caller's
+ * deadline: `sql` ends by testing `catalog.within_deadline(...)` of its last
+ * parameter, one past `params` (the deadline, appended here), after its
+ * writes, so a write whose caller has given up rolls back with 503 as
+ * inTransaction's does before COMMIT.
+ */
+export async function writeStatement<T>(db: CatalogClient, sql: string, params: unknown[]): Promise<T[]> {
+  const deadline = currentDeadline();
+  checkDeadline(deadline);
+  try {
+    return await sqlQuery<T>(db, sql, [...params, deadline ?? null]);
+  } catch (err) {
+    if (hasSqlState(err, PAST_DEADLINE)) checkDeadline(deadline ?? 0);
+    throw err;
+  }
 }
 
 /** Typed query with positional parameters ($1, $2, ...). */

@@ -210,10 +210,8 @@ export function packEventBatches(inputs: EventInput[]): BuiltEvent[] {
  * a row per message.
  */
 export function recordEventBatchesSql(events: string, p: { orgId: string; first: number }): string {
-  const [eventIds, occurredAt, subject, maxBytes] = [0, 1, 2, 3].map((i) => `$${p.first + i}`);
-  const json = `'{"version":1,"event_id":"' || id.event_id || '","org_id":' || ${p.orgId}::int || ',"entity":"' || ev.entity
-    || '","entity_id":' || ev.entity_id || ',"entity_version":' || ev.version || ',"verb":"' || ev.verb
-    || '","occurred_at":"' || ${occurredAt}::text || '","data":' || ev.data || '}'`;
+  const [eventIds, occurredAt, subject, maxBytes] = [0, 1, 2, 3].map((i) => `$${p.first + i}`) as [string, string, string, string];
+  const json = eventJsonSql("ev", "id.event_id", p.orgId, occurredAt);
   // Event ids joined by position (unnest): subscripting a text[] walks it from its start every time.
   // A message is a run of events: a new one starts where an event starts past the next multiple of
   // the bound, and around any event larger than half of it (alone in its message, as packEventBatches
@@ -240,6 +238,60 @@ export function recordEventBatchesSql(events: string, p: { orgId: string; first:
      )`;
 }
 
+/**
+ * An event as buildEvent writes it, in SQL: `ev` a row of (entity, entity_id,
+ * version, verb, data), data as JSON text (a test holds the two together).
+ */
+function eventJsonSql(ev: string, eventId: string, orgId: string, occurredAt: string): string {
+  return `'{"version":1,"event_id":"' || ${eventId} || '","org_id":' || ${orgId}::int || ',"entity":"' || ${ev}.entity
+    || '","entity_id":' || ${ev}.entity_id || ',"entity_version":' || ${ev}.version || ',"verb":"' || ${ev}.verb
+    || '","occurred_at":"' || ${occurredAt}::text || '","data":' || ${ev}.data || '}'`;
+}
+
+/**
+ * SQL that records a statement's own new rows as events of their own in the
+ * outbox, each as buildEvent writes it, for a write done in one statement
+ * (EventPublisher.writeAtOnce). `events` names a relation of (n, entity,
+ * entity_id, version, verb, data) as for recordEventBatchesSql; `p` names the
+ * parameters eventParams gives. Yields `recorded`: a PendingEvent's columns
+ * per event, outbox ids in emit order.
+ */
+export function recordEventsSql(events: string, p: { orgId: string; first: number }): string {
+  const [eventIds, subjects, occurredAt] = [0, 1, 2].map((i) => `$${p.first + i}`) as [string, string, string];
+  return `recorded AS (
+       INSERT INTO catalog.outbox_events (event_id, org_id, subject, payload)
+       SELECT e.event_id, ${p.orgId}::int, e.subject, ${eventJsonSql("ev", "e.event_id", p.orgId, occurredAt)}
+         FROM ${events} ev JOIN unnest(${eventIds}::text[], ${subjects}::text[]) WITH ORDINALITY AS e(event_id, subject, n) ON e.n = ev.n
+        ORDER BY ev.n
+       RETURNING id::text AS outbox_id, event_id, subject, org_id, payload AS json
+     )`;
+}
+
+/** recordEventsSql's parameters for events of these kinds, in emit order: an id and a subject each, the time. */
+export function eventParams(orgId: number, kinds: ReadonlyArray<{ entity: EventInput["entity"]; verb: Verb }>): unknown[] {
+  return [
+    arrayLiteral(kinds.map(() => newEventId())),
+    arrayLiteral(kinds.map((k) => catalogEventSubject(orgId, k.entity, k.verb))),
+    toWireTimestamp(new Date()),
+  ];
+}
+
+/** A row of `recorded` (recordEventsSql) as read back. */
+export interface RecordedEventRow {
+  outbox_id: string;
+  event_id: string;
+  subject: string;
+  org_id: number;
+  json: string;
+}
+
+/** The rows of `recorded` as the events to publish, in outbox (emit) order. */
+export function recordedEvents(rows: readonly RecordedEventRow[]): PendingEvent[] {
+  return rows
+    .map((r) => ({ outboxId: r.outbox_id, eventId: r.event_id, subject: r.subject, orgId: r.org_id, json: r.json }))
+    .sort((a, b) => Number(a.outboxId) - Number(b.outboxId));
+}
+
 /** recordEventBatchesSql's parameters for `events` events: an id each, the time, the subject, the bound. */
 export function eventBatchParams(orgId: number, events: number): unknown[] {
   return [arrayLiteral(Array.from({ length: events }, () => newEventId())), toWireTimestamp(new Date()), catalogBatchSubject(orgId), CATALOG_BATCH_MAX_BYTES];
@@ -258,6 +310,12 @@ export type Emit = (input: EventInput) => Promise<void>;
 export interface EventPublisher {
   /** Runs `work` in a transaction with an outbox, then publishes what it emitted. */
   write<T>(work: (tx: Tx, emit: Emit) => Promise<T>): Promise<T>;
+  /**
+   * A write done in one statement, its own transaction, that records its
+   * events itself (recordEventsSql): runs it on the pool, then publishes them.
+   * Saves the round trips of BEGIN, each statement and COMMIT.
+   */
+  writeAtOnce<T>(work: (db: CatalogClient) => Promise<{ value: T; events: PendingEvent[] }>): Promise<T>;
   /** Publishes every unpublished event older than `minAgeMs`, oldest first. */
   relay(minAgeMs?: number): Promise<number>;
   /**
@@ -469,6 +527,11 @@ export function createEventPublisher(deps: {
       );
       if (pending.length) await publishCommitted(pending);
       return result;
+    },
+    async writeAtOnce(work) {
+      const { value, events } = await work(db);
+      if (events.length) await publishCommitted(events);
+      return value;
     },
     relay,
     async flush() {

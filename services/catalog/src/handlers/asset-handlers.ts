@@ -1,5 +1,5 @@
 /** RPC endpoints `catalog.asset.*` (method, path, scope and schemas in the operation catalog, packages/shared contracts/operations.ts). */
-import { exclusivePair, locationOf, operationNamed, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
+import { dataEnvelopeJson, exclusivePair, locationOf, operationNamed, QueryReader, readKeyFilter, type RpcHandler, type RpcRequest } from "@whereabouts/shared";
 import { ASSET_SORT_FIELDS, type AssetFilters } from "../assets/asset-store.ts";
 import type { AssetService } from "../assets/asset-service.ts";
 import { readQ } from "../requests/list-query.ts";
@@ -39,7 +39,7 @@ export function assetHandlers(deps: {
     },
     "asset.create": async (request) => {
       const asset = await assets.create(orgOf(request), request.body);
-      return ok({ data: asset }, 201, { location: locationOf(CREATE, { asset_id: asset.id }) });
+      return ok(dataEnvelopeJson(asset.view), 201, { location: locationOf(CREATE, { asset_id: asset.id }) });
     },
     "asset.get": async (request) => {
       const orgId = orgOf(request);

@@ -8,7 +8,7 @@ import { queryOne, uniqueViolation, type Db } from "../db/catalog-db.ts";
 import type { OwnerType } from "../db/sql-fragments.ts";
 import type { Emit, EventPublisher } from "../events/event-outbox.ts";
 import { parseObject, requireObject, storedInstant, throwIfAny } from "../requests/body-parse.ts";
-import { detachAllTags, detachTag, insertTag, TAG_LIVE_UNIQUE_INDEX } from "./tag-store.ts";
+import { detachAllTags, detachTag, insertTag, TAG_LIVE_UNIQUE_INDEX, type NewTag } from "./tag-store.ts";
 
 export function tagView(record: TagRecord): TagView {
   // eslint-disable-next-line @typescript-eslint/no-unused-vars
@@ -57,6 +57,15 @@ async function checkTagRoom(tx: Db, orgId: number, owner: OwnerType, ownerId: nu
   }
 }
 
+/** The tag row a tag request stores (attach, a create's tags, the bulk import). */
+export const newTagRow = (tag: TagRequest): NewTag => ({
+  tagType: tag.tag_type,
+  value: tag.value,
+  isActive: tag.is_active ?? true,
+  validFrom: storedInstant(tag.valid_from),
+  validTo: storedInstant(tag.valid_to) ?? null,
+});
+
 /** Inserts tags for an owner inside the caller's transaction, emitting `attached`. */
 export async function attachTags(
   tx: Db,
@@ -73,13 +82,7 @@ export async function attachTags(
   for (const tag of tags) {
     let row;
     try {
-      row = await insertTag(tx, orgId, owner, ownerId, {
-        tagType: tag.tag_type,
-        value: tag.value,
-        isActive: tag.is_active ?? true,
-        validFrom: storedInstant(tag.valid_from),
-        validTo: storedInstant(tag.valid_to) ?? null,
-      });
+      row = await insertTag(tx, orgId, owner, ownerId, newTagRow(tag));
     } catch (err) {
       if (uniqueViolation(err) === TAG_LIVE_UNIQUE_INDEX) {
         throw conflict(`A tag with tag_type '${tag.tag_type}' and value '${tag.value}' is already attached in this organization`);
