@@ -4,7 +4,7 @@ import { eventBatchParams, eventParams, recordedEvents, recordEventBatchesSql, r
 import { execute, Params, query, queryOne, writeStatement, type CatalogClient, type Db } from "../db/catalog-db.ts";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatch, searchMatchJoin, searchRowMatch, tagRecordText, tagViewText, viewJsonSql, viewTextSql, visibleTag, type ViewField } from "../db/sql-fragments.ts";
+import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatchJoin, searchRowMatch, tagRecordText, tagViewText, viewJsonSql, viewTextSql, visibleTag, type ViewField } from "../db/sql-fragments.ts";
 import type { NewTag } from "../tags/tag-store.ts";
 import { orderBy, recordConditions, type RecordList } from "../requests/list-query.ts";
 
@@ -284,7 +284,6 @@ function where(p: Params, orgId: number, f: AssetFilters): string[] {
         WHERE k.org_id = ${org} AND k.external_key = ANY(${p.add(f.locationKeys)}::text[])))`);
   }
   if (f.isActive !== undefined) conds.push(`a.is_active = ${p.add(f.isActive)}`);
-  if (f.q !== undefined) conds.push(searchMatch("asset", "a", org, p.add(containsPattern(f.q))));
   return conds;
 }
 
@@ -309,6 +308,7 @@ export const ASSET_LIST: RecordList<AssetFilters, AssetSortField> = {
   joins: JOIN_LOCATION,
   sortColumns: SORT_COLUMNS,
   where,
+  searchOwner: "asset",
   countKey: wholeOrgCountKey,
 };
 

@@ -2,12 +2,12 @@
  * Location queries: views (parent joined at read time), lists, writes, and the
  * tree walks — each one recursive CTE, paged in SQL, live rows only.
  */
-import { containsPattern, type Page, sqlOffset } from "@whereabouts/shared";
+import { type Page, sqlOffset } from "@whereabouts/shared";
 import type { LocationView } from "@whereabouts/shared";
 import { recordReads, type RecordState } from "../db/record-reads.ts";
 import { query, queryOne, type Db, type Params } from "../db/catalog-db.ts";
 import { renameRecord, softDeleteRecord, updateRecord } from "../db/record-writes.ts";
-import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, searchMatch, viewJsonSql, viewTextSql, type ViewField } from "../db/sql-fragments.ts";
+import { embeddedTags, embeddedTagsText, nameOrder, NOW_MS, viewJsonSql, viewTextSql, type ViewField } from "../db/sql-fragments.ts";
 import { recordConditions, type RecordList } from "../requests/list-query.ts";
 
 /** A location `l` with its parent `p` joined at read time (any state: the pair invariant). */
@@ -236,7 +236,6 @@ function where(p: Params, orgId: number, f: LocationFilters): string[] {
   }
   if (f.isActive !== undefined) conds.push(`l.is_active = ${p.add(f.isActive)}`);
   if (f.isZone !== undefined) conds.push(`l.is_zone = ${p.add(f.isZone)}`);
-  if (f.q !== undefined) conds.push(searchMatch("location", "l", org, p.add(containsPattern(f.q))));
   return conds;
 }
 
@@ -260,5 +259,6 @@ export const LOCATION_LIST: RecordList<LocationFilters, LocationSortField> = {
   joins: JOIN_PARENT,
   sortColumns: SORT_COLUMNS,
   where,
+  searchOwner: "location",
   countKey: wholeOrgCountKey,
 };

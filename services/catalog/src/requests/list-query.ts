@@ -2,8 +2,9 @@
  * List query parameters beyond the shared QueryReader (q, sort columns), and
  * one list page with its total_count.
  */
-import { effectiveSql, sqlOffset, validityNotEndedSql, validityStartedSql, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
+import { containsPattern, effectiveSql, sqlOffset, validityNotEndedSql, validityStartedSql, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
 import { Params, queryOne, type Db } from "../db/catalog-db.ts";
+import { searchHits, type OwnerType } from "../db/sql-fragments.ts";
 import type { CountCache, CountResult } from "./count-cache.ts";
 
 /** q: the shared rule (DECISIONS.md: at most 255 characters, no NUL). */
@@ -47,8 +48,10 @@ export interface RecordList<F, S extends string> {
   viewText: string;
   joins: string;
   sortColumns: Record<S, string | string[]>;
-  /** The filters as ANDed conditions, the organization's and the currently-effective predicate among them. */
+  /** The filters but `q` as ANDed conditions, the organization's and the currently-effective predicate among them. */
   where: (p: Params, orgId: number, filters: F) => string[];
+  /** Lists with a `q` filter: it searches these records' name, external key, description and owned tags (searchHits). */
+  searchOwner?: OwnerType;
   /** The count-cache key of a whole-organization list; undefined when the filters narrow it (or never cached). */
   countKey?: (orgId: number, filters: F) => string | undefined;
 }
@@ -100,10 +103,11 @@ export async function listRecords<F extends object, S extends string>(
     ids = row!.ids;
     total = cached;
   } else {
-    const searched = "q" in filters && filters.q !== undefined;
-    const idsAndCount = searched
-      ? searchedIdsAndCount(table, alias, conditions, sortTerms(sort, list.sortColumns), limit, offset)
-      : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
+    const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
+    const idsAndCount =
+      q !== undefined && list.searchOwner
+        ? searchedIdsAndCount(list.searchOwner, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset)
+        : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
     ({ ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!);
   }
   if (!ids.length) return { data: "[]", total };
@@ -116,9 +120,18 @@ export async function listRecords<F extends object, S extends string>(
  * materialized CTE), and the hits carry their sort values, so sorting them
  * reads no row a second time.
  */
-function searchedIdsAndCount(table: string, alias: string, conditions: string, terms: ReturnType<typeof sortTerms>, limit: string, offset: string): string {
-  return `WITH hits AS MATERIALIZED (SELECT ${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}
-                                  FROM ${table} ${alias} WHERE ${conditions})
+function searchedIdsAndCount(
+  owner: OwnerType,
+  list: Pick<RecordList<unknown, string>, "table" | "alias">,
+  conditions: string,
+  pattern: string,
+  terms: ReturnType<typeof sortTerms>,
+  limit: string,
+  offset: string,
+): string {
+  const { table, alias } = list;
+  const select = `${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}`;
+  return `WITH hits AS MATERIALIZED (${searchHits(owner, table, alias, conditions, pattern, select)})
        SELECT ARRAY(SELECT id FROM hits ORDER BY ${[...terms.map((t, i) => `sort_${i} ${t.direction}`), "id ASC"].join(", ")}
                      LIMIT ${limit} OFFSET ${offset}) AS ids,
               (SELECT count(*)::int FROM hits) AS total`;
