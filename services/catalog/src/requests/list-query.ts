@@ -104,9 +104,10 @@ export async function listRecords<F extends object, S extends string>(
     total = cached;
   } else {
     const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
+    if (q !== undefined && !list.searchOwner) throw new Error(`${table} has no q search`);
     const idsAndCount =
-      q !== undefined && list.searchOwner
-        ? searchedIdsAndCount(list.searchOwner, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset)
+      q !== undefined
+        ? searchedIdsAndCount(list.searchOwner!, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset)
         : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
     ({ ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!);
   }
