@@ -61,24 +61,27 @@ export interface NewAsset {
   validTo: string | null;
 }
 
-export async function insertAsset(db: Db, orgId: number, input: NewAsset): Promise<number> {
-  const row = await queryOne<{ id: number }>(
-    db,
-    `INSERT INTO catalog.assets
+/** One new asset row from $1-$8 (assetRowParams); the callers add what they return. */
+const INSERT_ASSET_ROW = `INSERT INTO catalog.assets
        (org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS})
-     RETURNING id`,
-    [
-      orgId,
-      input.externalKey,
-      input.name,
-      input.description,
-      input.isActive,
-      JSON.stringify(input.metadata),
-      input.validFrom ?? null,
-      input.validTo,
-    ],
-  );
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS})`;
+
+/** INSERT_ASSET_ROW's parameters. */
+const assetRowParams = (orgId: number, input: NewAsset): unknown[] => [
+  orgId,
+  input.externalKey,
+  input.name,
+  input.description,
+  input.isActive,
+  JSON.stringify(input.metadata),
+  input.validFrom ?? null,
+  input.validTo,
+];
+
+const INSERT_ASSET = `${INSERT_ASSET_ROW} RETURNING id`;
+
+export async function insertAsset(db: Db, orgId: number, input: NewAsset): Promise<number> {
+  const row = await queryOne<{ id: number }>(db, INSERT_ASSET, assetRowParams(orgId, input));
   return row!.id;
 }
 
@@ -101,14 +104,7 @@ export async function insertAssetAtOnce(
     db,
     input.tags.length ? INSERT_ASSET_AT_ONCE.withTags : INSERT_ASSET_AT_ONCE.alone,
     statementParams([
-      orgId,
-      input.externalKey,
-      input.name,
-      input.description,
-      input.isActive,
-      JSON.stringify(input.metadata),
-      input.validFrom ?? null,
-      input.validTo,
+      ...assetRowParams(orgId, input),
       ...(input.tags.length ? unnestColumns(input.tags, "tagType", "value", "isActive", "validFrom", "validTo") : []),
       ...eventParams(orgId, kinds),
     ]),
@@ -144,9 +140,7 @@ function insertAssetAtOnceSql(withTags: boolean): string {
     : `, owned AS (SELECT NULL::text AS views)`;
   const [first, deadline] = withTags ? [14, 17] : [9, 12];
   return `WITH a AS (
-     INSERT INTO catalog.assets
-       (org_id, external_key, name, description, is_active, metadata, valid_from, valid_to, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, COALESCE($7::timestamptz, ${NOW_MS}), $8::timestamptz, ${NOW_MS}, ${NOW_MS})
+     ${INSERT_ASSET_ROW}
      RETURNING *
    )${tags}, events AS (
      SELECT 1::bigint AS n, 'asset' AS entity, a.id AS entity_id, a.version, 'created' AS verb, ${NEW_ASSET_VIEW_TEXT} AS data

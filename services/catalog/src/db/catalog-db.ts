@@ -55,6 +55,7 @@ export async function writeStatement<T>(db: CatalogClient, sql: string, params: 
   try {
     return await sqlQuery<T>(db, sql, [...params, deadline ?? null]);
   } catch (err) {
+    // Raised only for a deadline that was given, and has now passed: the same 503 as before COMMIT.
     if (hasSqlState(err, PAST_DEADLINE)) checkDeadline(deadline ?? 0);
     throw err;
   }
