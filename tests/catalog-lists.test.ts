@@ -261,3 +261,75 @@ describe("total_count of whole-organization lists (counted once, kept exact)", (
     expect(Date.now()).toBeGreaterThanOrEqual(opensAt);
   });
 });
+
+/**
+ * Whole-organization pages are served again while current (page-cache.ts):
+ * a read never sees a page older than a write it made, a tag's validity
+ * boundary, or a position this catalog applied.
+ */
+describe("pages served again", () => {
+  it("show a write at once to the client that made it, page after page", async () => {
+    const call = apiClient(stack, (await stack.tenant("Page Writes Org")).auth);
+    const a = await post("/api/v1/assets", { name: "first" }, call);
+    const names = async () => ((await call<Body>("GET", "/api/v1/assets")).body.data as Body[]).map((r) => r.name);
+    for (let i = 0; i < 5; i++) {
+      expect(await names()).toEqual([`${i === 0 ? "first" : `name ${i - 1}`}`]);
+      expect(await names()).toEqual([`${i === 0 ? "first" : `name ${i - 1}`}`]);
+      expect((await call("PATCH", `/api/v1/assets/${a.id}`, { name: `name ${i}` })).status).toBe(200);
+    }
+    expect(await names()).toEqual(["name 4"]);
+    const tagged = await call<Body>("POST", `/api/v1/assets/${a.id}/tags`, { tag_type: "rfid", value: "PAGE-TAG" });
+    expect(tagged.status, JSON.stringify(tagged.body)).toBe(201);
+    expect(((await call<Body>("GET", "/api/v1/assets")).body.data as Body[])[0]!.tags.map((t: Body) => t.value)).toEqual(["PAGE-TAG"]);
+  });
+
+  it("show a tag from the first read after its validity window opens, with no write in between", async () => {
+    const call = apiClient(stack, (await stack.tenant("Page Window Org")).auth);
+    const opensAt = Date.now() + 1500;
+    await post("/api/v1/assets", { name: "tagged", tags: [{ tag_type: "rfid", value: "LATER", valid_from: new Date(opensAt).toISOString() }] }, call);
+    // Read over and over (so a page is always fresh from the cache) across the boundary:
+    // every read that starts after it must show the tag.
+    let reads = 0;
+    let shownAfter = 0;
+    while (shownAfter < 20 && Date.now() < opensAt + 5000) {
+      const startedAt = Date.now();
+      const tags = ((await call<Body>("GET", "/api/v1/assets")).body.data as Body[])[0]!.tags as Body[];
+      reads++;
+      if (startedAt > opensAt) {
+        expect(tags.map((t) => t.value), `read ${reads}, started ${startedAt - opensAt} ms after the boundary`).toEqual(["LATER"]);
+        shownAfter++;
+      } else if (startedAt < opensAt - 50) expect(tags).toEqual([]);
+    }
+    expect(shownAfter).toBe(20);
+  });
+
+  it("show a position this catalog applied from the read after it", async () => {
+    const tenant = await stack.tenant("Page Moves Org");
+    const call = apiClient(stack, tenant.auth);
+    const asset = await post("/api/v1/assets", { name: "mover" }, call);
+    const places = [await post("/api/v1/locations", { name: "P1" }, call), await post("/api/v1/locations", { name: "P2" }, call)];
+    const js = jetstream(stack.nc);
+    const listed = async () => ((await call<Body>("GET", "/api/v1/assets")).body.data as Body[])[0]!.location_id;
+    expect(await listed()).toBeNull();
+    for (let seq = 1; seq <= 4; seq++) {
+      const place = places[seq % 2]!;
+      await js.publish(
+        `tracking.events.${tenant.orgId}.asset.moved`,
+        encodeJson({
+          version: 1,
+          event_id: `moved:${tenant.orgId}:${asset.id}:${seq}`,
+          org_id: tenant.orgId,
+          asset_id: asset.id,
+          location_id: place.id,
+          observed_at: new Date(Date.parse("2026-01-01T00:00:00Z") + seq * 1000).toISOString(),
+          seq,
+        }),
+      );
+      // The read by id shows it once the catalog applied it (polled: no promise for scan data); the page then at once.
+      const deadline = Date.now() + 10_000;
+      while ((await call<Body>("GET", `/api/v1/assets/${asset.id}`)).body.data.location_id !== place.id) expect(Date.now()).toBeLessThan(deadline);
+      expect(await listed()).toBe(place.id);
+      expect(await listed()).toBe(place.id);
+    }
+  });
+});

@@ -64,11 +64,11 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
     relayIntervalMs: deps.relayIntervalMs ?? 5000,
   });
   const unwatchOutbox = metrics.watchOutbox("catalog", () => events.backlog());
-  const consumer = await startPositionConsumer({ nc, db, logger, metrics });
+  const assets = createAssetService({ events, db });
+  const consumer = await startPositionConsumer({ nc, db, logger, metrics, onMoved: (orgIds) => assets.positionsMoved(orgIds) });
   // Whatever a previous run committed but did not publish goes out first.
   await events.start();
 
-  const assets = createAssetService({ events, db });
   const uploads = await openUploads(nc);
   // Bulk jobs write on a pipelined connection of their own (BulkDeps.writer).
   const bulkWriter = createPool(deps.databaseUrl, 1, { pipeline: true });

@@ -32,6 +32,7 @@ import {
   type JsonObject,
 } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
+import { createPageCache } from "../requests/page-cache.ts";
 import { ASSET_LOCATION_READ_ONLY, checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags, newTagRow } from "../tags/tag-service.ts";
 import {
@@ -63,6 +64,8 @@ const has = (body: JsonObject, key: string) => Object.prototype.hasOwnProperty.c
 export function createAssetService(deps: { events: EventPublisher; db: Parameters<typeof findAsset>[0] }) {
   const { events, db } = deps;
   const counts = createCountCache();
+  // Asset views show positions: the position consumer tells it of moves (positionsMoved).
+  const pages = createPageCache();
 
   /** A new asset: its id and its view (JSON text). */
   async function create(orgId: number, body: unknown): Promise<{ id: number; view: string }> {
@@ -126,7 +129,7 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     page: Page,
     catalogSeq: number | undefined,
   ): Promise<JsonText> {
-    const { data, total } = await listRecords(db, ASSET_LIST, orgId, filters, sort, page, { cache: counts, catalogSeq });
+    const { data, total } = await listRecords(db, ASSET_LIST, orgId, filters, sort, page, { cache: counts, pages, catalogSeq });
     return listEnvelopeJson(data, page, total);
   }
 
@@ -167,7 +170,7 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
     });
   }
 
-  return { create, get, list, update, rename, remove };
+  return { create, get, list, update, rename, remove, positionsMoved: pages.positionsMoved };
 }
 export type AssetService = ReturnType<typeof createAssetService>;
 

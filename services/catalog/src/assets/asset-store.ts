@@ -303,6 +303,7 @@ export const ASSET_LIST: RecordList<AssetFilters, AssetSortField> = {
   sortColumns: SORT_COLUMNS,
   where,
   searchOwner: "asset",
+  tagOwner: "asset",
   countKey: wholeOrgCountKey,
 };
 

@@ -48,18 +48,20 @@ export async function startPositionConsumer(deps: {
   db: CatalogClient;
   logger: Logger;
   metrics?: Metrics;
+  /** After each batch committed: the organizations whose assets it may have moved. */
+  onMoved?: (orgIds: Set<number>) => void;
 }): Promise<Worker> {
   const { db, logger } = deps;
   const jsm = await jetstreamManager(deps.nc);
   await jsm.consumers.delete(POSITION_CONSUMER.stream, RETIRED_DURABLE).catch(() => false);
-  return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle: positionBatchHandler(db), logger, metrics: deps.metrics });
+  return runBatchConsumer({ nc: deps.nc, spec: POSITION_CONSUMER, handle: positionBatchHandler(db, deps.onMoved), logger, metrics: deps.metrics });
 }
 
 /**
  * One batch of position messages: the moves of every well-formed message in
  * one statement, then their acks; a malformed message is dead-lettered.
  */
-export function positionBatchHandler(db: CatalogClient) {
+export function positionBatchHandler(db: CatalogClient, onMoved?: (orgIds: Set<number>) => void) {
   return async (messages: JsMsg[], settle: BatchSettlement): Promise<void> => {
     const events: AssetPositionEvent[] = [];
     const applied: JsMsg[] = [];
@@ -83,6 +85,7 @@ export function positionBatchHandler(db: CatalogClient) {
       applied.push(msg);
     }
     await applyPositions(db, events);
+    if (events.length) onMoved?.(new Set(events.map((e) => e.org_id)));
     for (const msg of applied) msg.ack();
   };
 }

@@ -26,6 +26,7 @@ import type { EventInput, EventPublisher } from "../events/event-outbox.ts";
 import { hasPlacedAssets } from "../assets/asset-store.ts";
 import { parseObject, readOnlyError, requireObject, storedInstant, throwIfAny, type JsonObject } from "../requests/body-parse.ts";
 import { createCountCache } from "../requests/count-cache.ts";
+import { createPageCache } from "../requests/page-cache.ts";
 import { checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags } from "../tags/tag-service.ts";
 import {
@@ -98,6 +99,7 @@ async function resolveParentRefs(
 export function createLocationService(deps: { events: EventPublisher; db: Db }) {
   const { events, db } = deps;
   const counts = createCountCache();
+  const pages = createPageCache();
 
   async function create(orgId: number, body: unknown): Promise<LocationView> {
     const raw = requireObject(body);
@@ -172,7 +174,7 @@ export function createLocationService(deps: { events: EventPublisher; db: Db }) 
     page: Page,
     catalogSeq: number | undefined,
   ): Promise<JsonText> {
-    const { data, total } = await listRecords(db, LOCATION_LIST, orgId, filters, sort, page, { cache: counts, catalogSeq });
+    const { data, total } = await listRecords(db, LOCATION_LIST, orgId, filters, sort, page, { cache: counts, pages, catalogSeq });
     return listEnvelopeJson(data, page, total);
   }
 

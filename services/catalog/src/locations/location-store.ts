@@ -260,5 +260,6 @@ export const LOCATION_LIST: RecordList<LocationFilters, LocationSortField> = {
   sortColumns: SORT_COLUMNS,
   where,
   searchOwner: "location",
+  tagOwner: "location",
   countKey: wholeOrgCountKey,
 };

@@ -26,20 +26,26 @@ export interface CountResult {
 const MAX_AGE_MS = 60_000;
 const MAX_ENTRIES = 10_000;
 
+const validMs = (result: CountResult) => (result.secondsValid === null ? MAX_AGE_MS : Math.min(MAX_AGE_MS, result.secondsValid * 1000));
+
 export function createCountCache(now = () => Date.now()) {
   const entries = new Map<string, { total: number; seq: number; expiresAt: number }>();
   return {
-    async count(key: string, seq: number | undefined, compute: () => Promise<CountResult>): Promise<number> {
-      if (seq === undefined) return (await compute()).total;
+    /** The count, and when it could first change by time alone (epoch ms). */
+    async count(key: string, seq: number | undefined, compute: () => Promise<CountResult>): Promise<{ total: number; expiresAt: number }> {
       const at = now();
+      if (seq === undefined) {
+        const result = await compute();
+        return { total: result.total, expiresAt: at + validMs(result) };
+      }
       const entry = entries.get(key);
-      if (entry && entry.seq >= seq && at < entry.expiresAt) return entry.total;
+      if (entry && entry.seq >= seq && at < entry.expiresAt) return entry;
       const result = await compute();
-      const validMs = result.secondsValid === null ? MAX_AGE_MS : Math.min(MAX_AGE_MS, result.secondsValid * 1000);
       entries.delete(key);
       if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-      entries.set(key, { total: result.total, seq, expiresAt: at + validMs });
-      return result.total;
+      const counted = { total: result.total, seq, expiresAt: at + validMs(result) };
+      entries.set(key, counted);
+      return counted;
     },
   };
 }

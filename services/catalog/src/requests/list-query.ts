@@ -6,6 +6,7 @@ import { containsPattern, effectiveSql, sqlOffset, validityNotEndedSql, validity
 import { Params, queryOne, type Db } from "../db/catalog-db.ts";
 import { searchHits, type OwnerType } from "../db/sql-fragments.ts";
 import type { CountCache, CountResult } from "./count-cache.ts";
+import type { PageCache, RenderedPage } from "./page-cache.ts";
 
 /** q: the shared rule (DECISIONS.md: at most 255 characters, no NUL). */
 export const readQ = (reader: QueryReader): string | undefined => reader.search("q");
@@ -52,6 +53,8 @@ export interface RecordList<F, S extends string> {
   where: (p: Params, orgId: number, filters: F) => string[];
   /** Lists with a `q` filter: it searches these records' name, external key, description and owned tags (searchHits). */
   searchOwner?: OwnerType;
+  /** The owner type of the tags the views embed: their validity bounds how long a rendered page stays current. */
+  tagOwner?: OwnerType;
   /** The count-cache key of a whole-organization list; undefined when the filters narrow it (or never cached). */
   countKey?: (orgId: number, filters: F) => string | undefined;
 }
@@ -72,6 +75,10 @@ export interface RecordList<F, S extends string> {
  * The two statements see two snapshots: a record written in between is shown
  * as it is after that write. Records are never removed (deletion sets
  * deleted_at), so every id of the page renders.
+ *
+ * A whole-organization list read through the gateway (with its watermark) may
+ * be served from the page cache instead, while the page is current (see
+ * page-cache.ts for when it is).
  */
 export async function listRecords<F extends object, S extends string>(
   db: Db,
@@ -80,7 +87,7 @@ export async function listRecords<F extends object, S extends string>(
   filters: F,
   sort: SortKey<S>[],
   page: Page,
-  counts?: { cache: CountCache; catalogSeq: number | undefined },
+  caches?: { cache: CountCache; pages?: PageCache; catalogSeq: number | undefined },
 ): Promise<{ data: string; total: number }> {
   const { table, alias } = list;
   const p = new Params();
@@ -92,25 +99,34 @@ export async function listRecords<F extends object, S extends string>(
   const offset = p.add(sqlOffset(page));
   const pageIdsSql = `ARRAY(SELECT ${alias}.id FROM ${table} ${alias} WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset})`;
   const countKey = list.countKey?.(orgId, filters);
-  let ids: number[];
-  let total: number;
-  if (counts && countKey) {
-    // The count comes from the cache, beside the page's ids.
-    const [row, cached] = await Promise.all([
-      queryOne<{ ids: number[] }>(db, `SELECT ${pageIdsSql} AS ids`, p.values),
-      counts.cache.count(countKey, counts.catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams)),
-    ]);
-    ids = row!.ids;
-    total = cached;
-  } else {
-    const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
-    if (q !== undefined && !list.searchOwner) throw new Error(`${table} has no q search`);
-    const idsAndCount =
-      q !== undefined
-        ? searchedIdsAndCount(list.searchOwner!, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset)
-        : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
-    ({ ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!);
+  if (caches && countKey) {
+    // A whole-organization list: the count comes from the cache, beside the page's ids,
+    // and the rendered page may come from the page cache.
+    const { cache, pages, catalogSeq } = caches;
+    const render = async (): Promise<RenderedPage> => {
+      const [row, counted] = await Promise.all([
+        queryOne<{ ids: number[] }>(db, `SELECT ${pageIdsSql} AS ids`, p.values),
+        cache.count(countKey, catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams)),
+      ]);
+      const ids = row!.ids;
+      if (!ids.length) return { data: "[]", ...counted };
+      if (!pages || !list.tagOwner) return { data: (await queryOne<{ data: string }>(db, renderIds(list), [orgId, ids]))!.data, ...counted };
+      // Taken before the statement, whose now() is later: the page expires no later than a tag's boundary.
+      const before = Date.now();
+      const rendered = (await queryOne<{ data: string; seconds: number | null }>(db, renderIdsWithHorizon(list, list.tagOwner), [orgId, ids]))!;
+      const tagsChangeAt = rendered.seconds === null ? Number.POSITIVE_INFINITY : before + rendered.seconds * 1000;
+      return { data: rendered.data, total: counted.total, expiresAt: Math.min(counted.expiresAt, tagsChangeAt) };
+    };
+    const rendered = pages ? await pages.page(orgId, `${table} ${pageIdsSql} ${JSON.stringify(p.values)}`, catalogSeq, render) : await render();
+    return { data: rendered.data, total: rendered.total };
   }
+  const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
+  if (q !== undefined && !list.searchOwner) throw new Error(`${table} has no q search`);
+  const idsAndCount =
+    q !== undefined
+      ? searchedIdsAndCount(list.searchOwner!, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset)
+      : `SELECT ${pageIdsSql} AS ids, (SELECT count(*)::int FROM ${table} ${alias} WHERE ${conditions}) AS total`;
+  const { ids, total } = (await queryOne<{ ids: number[]; total: number }>(db, idsAndCount, p.values))!;
   if (!ids.length) return { data: "[]", total };
   const row = await queryOne<{ data: string }>(db, renderIds(list), [orgId, ids]);
   return { data: row!.data, total };
@@ -156,6 +172,25 @@ function renderIds(list: Pick<RecordList<unknown, string>, "table" | "alias" | "
 
 /** Each list's render statement, built once (its text keys the prepared statement). */
 const RENDERS = new WeakMap<object, string>();
+
+/**
+ * renderIds, and the seconds until the next validity boundary (valid_from or
+ * valid_to still ahead) of the live tags of those records: a tag shows in its
+ * owner's view only while effective (the page cache's expiry, page-cache.ts).
+ */
+function renderIdsWithHorizon(list: Pick<RecordList<unknown, string>, "table" | "alias" | "viewText" | "joins">, tagOwner: OwnerType): string {
+  let sql = RENDERS_WITH_HORIZON.get(list);
+  if (sql === undefined) {
+    sql = `SELECT (${renderIds(list)}) AS data,
+              (SELECT extract(epoch FROM LEAST(min(t.valid_from) FILTER (WHERE NOT ${validityStartedSql("t")}),
+                                               min(t.valid_to) FILTER (WHERE ${validityNotEndedSql("t")})) - now())::float8
+                 FROM catalog.tags t
+                WHERE t.org_id = $1 AND t.owner_type = '${tagOwner}' AND t.owner_id = ANY ($2::int[]) AND t.deleted_at IS NULL) AS seconds`;
+    RENDERS_WITH_HORIZON.set(list, sql);
+  }
+  return sql;
+}
+const RENDERS_WITH_HORIZON = new WeakMap<object, string>();
 
 /**
  * The count, and the seconds until the next validity boundary (valid_from or
