@@ -106,7 +106,8 @@ export const embeddedTagsText = (ownerType: OwnerType, owner: string) => `'[' ||
     FROM ${ownedTags(ownerType, owner)} t
    WHERE ${visibleTag("t")}), '') || ']'`;
 
-const ownedTags = (ownerType: OwnerType, owner: string) =>
+/** The tags of row `owner` (org_id, id), one owner-index lookup whatever the statistics (OFFSET 0 keeps it a per-row subquery). */
+export const ownedTags = (ownerType: OwnerType, owner: string) =>
   `(SELECT * FROM catalog.tags WHERE org_id = ${owner}.org_id AND owner_type = '${ownerType}' AND owner_id = ${owner}.id OFFSET 0)`;
 
 /**

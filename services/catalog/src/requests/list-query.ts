@@ -4,7 +4,7 @@
  */
 import { containsPattern, effectiveSql, sqlOffset, validityNotEndedSql, validityStartedSql, type FieldError, type Page, type QueryReader, type SortKey } from "@whereabouts/shared";
 import { Params, queryOne, type Db } from "../db/catalog-db.ts";
-import { searchHits, type OwnerType } from "../db/sql-fragments.ts";
+import { ownedTags, searchHits, type OwnerType } from "../db/sql-fragments.ts";
 import type { CountCache, CountResult } from "./count-cache.ts";
 import type { PageCache, RenderedPage } from "./page-cache.ts";
 
@@ -184,8 +184,9 @@ function renderIdsWithHorizon(list: Pick<RecordList<unknown, string>, "table" | 
     sql = `SELECT (${renderIds(list)}) AS data,
               (SELECT extract(epoch FROM LEAST(min(t.valid_from) FILTER (WHERE NOT ${validityStartedSql("t")}),
                                                min(t.valid_to) FILTER (WHERE ${validityNotEndedSql("t")})) - now())::float8
-                 FROM catalog.tags t
-                WHERE t.org_id = $1 AND t.owner_type = '${tagOwner}' AND t.owner_id = ANY ($2::int[]) AND t.deleted_at IS NULL) AS seconds`;
+                 FROM (SELECT $1::int AS org_id, page_ids.id FROM unnest($2::int[]) AS page_ids(id)) p,
+                      LATERAL ${ownedTags(tagOwner, "p")} t
+                WHERE t.deleted_at IS NULL) AS seconds`;
     RENDERS_WITH_HORIZON.set(list, sql);
   }
   return sql;
