@@ -416,6 +416,46 @@ describe("routing and forwarding", () => {
     expect(request.query).toEqual({ b: ["2"], a: ["1", "x,y"], empty: [""] });
   });
 
+  it("reads served against catalog_seq first read the write announcements sent before them; other reads do not wait", async () => {
+    // A stand-in for watchCatalogWrites: an announcement (seq 7) is read only when the gateway settles.
+    let known = 3;
+    let settles = 0;
+    const app = await buildGateway({
+      logger: createLogger("test", "silent"),
+      nc: stack.nc,
+      auth: createAuthService(stack.identity),
+      identity: stack.identity,
+      rateLimiter: createMemoryRateLimiter(60_000),
+      rateLimit: { max: 1000, windowMs: 60_000 },
+      rpcTimeoutMs: 5000,
+      readyTimeoutMs: 500,
+      watermarks: {
+        seqFor: () => known,
+        settled: async () => {
+          settles++;
+          known = 7;
+        },
+      },
+    });
+    try {
+      const seqOf = async (url: string) => {
+        const res = await app.inject({ method: "GET", url, headers: auth });
+        expect(res.statusCode, res.body).toBe(200);
+        return res.json().data.request.catalog_seq as number;
+      };
+      // A read by id goes to the database itself: no wait.
+      expect(await seqOf("/api/v1/assets/5")).toBe(3);
+      expect(settles).toBe(0);
+      // A list may be served from the catalog's page cache: it carries the settled watermark.
+      expect(await seqOf("/api/v1/assets")).toBe(7);
+      expect(settles).toBe(1);
+      expect(await seqOf("/api/v1/locations?limit=5")).toBe(7);
+      expect(settles).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+
   it("the service's status, headers and body are rendered as is", async () => {
     const created = await call({ method: "POST", url: "/api/v1/assets", headers: { "content-type": "application/json" }, payload: "{}" });
     expect(created.statusCode).toBe(201);

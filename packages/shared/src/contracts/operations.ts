@@ -189,6 +189,12 @@ export interface Operation {
   readonly location?: string;
   /** The RPC subject on this stack's broker; null when the gateway answers. */
   readonly subject: string | null;
+  /**
+   * The answer may come from state checked against the request's `catalog_seq`
+   * (a projection, or the catalog's count and page caches): the gateway first
+   * reads every write announcement sent before the request (consistency.ts).
+   */
+  readonly watermarked: boolean;
 }
 
 /** Errors of the gateway's pipeline, possible on every operation. */
@@ -235,6 +241,8 @@ interface OperationInput {
   status?: SuccessStatus;
   errors?: readonly ErrorType[];
   location?: string;
+  /** A catalog read served from caches kept by `catalog_seq` (see Operation.watermarked). */
+  cached?: boolean;
 }
 
 function operation(input: OperationInput): Operation {
@@ -259,6 +267,7 @@ function operation(input: OperationInput): Operation {
     errors: [...errors].sort((a, b) => ERROR_TYPES[a].status - ERROR_TYPES[b].status),
     ...(input.location ? { location: input.location } : {}),
     subject: input.service === "gateway" ? null : rpcSubject(input.service, input.name),
+    watermarked: input.service === "reporting" || input.service === "tracking" || input.cached === true,
   };
 }
 
@@ -307,6 +316,7 @@ export const OPERATIONS: readonly Operation[] = [
     // EXTENSIONS.md section 3: the CSV export.
     alternates: { "text/csv": "With Accept: text/csv, the filtered, sorted list as CSV in the bulk upload's columns (every row: no paging), streamed" },
     errors: BAD_INPUT,
+    cached: true,
   }),
   catalog({
     name: "asset.create",
@@ -390,7 +400,17 @@ export const OPERATIONS: readonly Operation[] = [
     reply: AssetHistoryList,
     errors: NOT_FOUND,
   }),
-  catalog({ name: "location.list", method: "GET", path: "/api/v1/locations", scope: "locations:read", summary: "List locations", query: LocationListQuery, reply: LocationList, errors: BAD_INPUT }),
+  catalog({
+    name: "location.list",
+    method: "GET",
+    path: "/api/v1/locations",
+    scope: "locations:read",
+    summary: "List locations",
+    query: LocationListQuery,
+    reply: LocationList,
+    errors: BAD_INPUT,
+    cached: true,
+  }),
   catalog({
     name: "location.create",
     method: "POST",

@@ -6,7 +6,9 @@
  * An entry stays exact because it expires on either of the two things that
  * can change the count:
  * - a catalog write of the organization: every read carries `catalog_seq`,
- *   the newest write the gateway knows of (packages/shared/src/consistency.ts);
+ *   the newest write the gateway knows of (packages/shared/src/consistency.ts;
+ *   the list operations are `watermarked`: the gateway first reads every
+ *   announcement sent before the request, a write through another gateway's too);
  *   an entry counted at a lower watermark is counted again. A write is
  *   committed before its sequence exists, so a count taken with watermark S
  *   includes every write up to S.

@@ -102,9 +102,10 @@ export const forwardRoute: FastifyPluginAsync<ForwardRouteOptions> = async (app,
       body = bodyless && empty ? undefined : decodeJsonBody(request.method, raw);
     }
 
-    // Projections answer once they applied the organization's catalog writes up to
-    // catalog_seq: first read every announcement sent before this request.
-    if (operation.service === "reporting" || operation.service === "tracking") await watermarks.settled?.().catch(() => undefined);
+    // Projections answer once they applied the organization's catalog writes up to catalog_seq,
+    // and the catalog's caches serve what is current at it: first read every announcement sent
+    // before this request (a write through another gateway included).
+    if (operation.watermarked) await watermarks.settled?.().catch(() => undefined);
     const result =
       operation.subject === null
         ? await local[operation.name]!(principal)
