@@ -42,3 +42,45 @@ describe("count cache", () => {
     expect(c.calls()).toBe(3);
   });
 });
+
+describe("count cache under concurrent reads", () => {
+  it("counts once for the reads that arrive while a count is under way, unless they need a newer watermark", async () => {
+    const cache = createCountCache(() => 0);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const compute = async (): Promise<CountResult> => {
+      const n = ++calls;
+      await gate;
+      return { total: n * 10, secondsValid: null };
+    };
+    const reads = [cache.count("k", 5, compute), cache.count("k", 4, compute), cache.count("k", 5, compute), cache.count("k", 6, compute)];
+    release();
+    expect((await Promise.all(reads)).map((r) => r.total)).toEqual([10, 10, 10, 20]);
+    expect(calls).toBe(2);
+    // The newer watermark's count is the one kept.
+    expect((await cache.count("k", 6, compute)).total).toBe(20);
+    expect(calls).toBe(2);
+  });
+
+  it("does not hand a read a shared count that expired while it waited", async () => {
+    let t = 0;
+    const cache = createCountCache(() => t);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const compute = async (): Promise<CountResult> => {
+      const n = ++calls;
+      if (n === 1) await gate;
+      // A row's window opens 0.1 s after the first count began.
+      return { total: n, secondsValid: n === 1 ? 0.1 : null };
+    };
+    const first = cache.count("k", 1, compute);
+    const joined = cache.count("k", 1, compute);
+    t = 150;
+    release();
+    expect((await first).total).toBe(1);
+    expect((await joined).total).toBe(2);
+    expect(calls).toBe(2);
+  });
+});

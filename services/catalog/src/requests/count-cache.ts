@@ -17,6 +17,9 @@
  *   valid_to boundary among the rows counted (by the database's clock), and
  *   the entry expires then.
  * Without a watermark (a caller other than the gateway) nothing is cached.
+ * Reads that arrive while the same count is under way (at their watermark or
+ * a newer one) wait for it rather than count again: after a write, every
+ * concurrent page of the organization needs the count once, not once each.
  */
 export interface CountResult {
   total: number;
@@ -32,6 +35,8 @@ const validMs = (result: CountResult) => (result.secondsValid === null ? MAX_AGE
 
 export function createCountCache(now = () => Date.now()) {
   const entries = new Map<string, { total: number; seq: number; expiresAt: number }>();
+  /** Counts under way: a read that arrives meanwhile and would accept the result waits for it instead of counting too. */
+  const counting = new Map<string, { seq: number; counted: Promise<{ total: number; seq: number; expiresAt: number }> }>();
   return {
     /** The count, and when it could first change by time alone (epoch ms). */
     async count(key: string, seq: number | undefined, compute: () => Promise<CountResult>): Promise<{ total: number; expiresAt: number }> {
@@ -42,12 +47,28 @@ export function createCountCache(now = () => Date.now()) {
       }
       const entry = entries.get(key);
       if (entry && entry.seq >= seq && at < entry.expiresAt) return entry;
-      const result = await compute();
-      entries.delete(key);
-      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-      const counted = { total: result.total, seq, expiresAt: at + validMs(result) };
-      entries.set(key, counted);
-      return counted;
+      const under = counting.get(key);
+      if (under && under.seq >= seq) {
+        // Begun before this read arrived: good for it only if no validity boundary passed meanwhile.
+        const shared = await under.counted;
+        if (now() < shared.expiresAt) return shared;
+      }
+      const counted = compute().then((result) => ({ total: result.total, seq, expiresAt: at + validMs(result) }));
+      const mine = { seq, counted };
+      counting.set(key, mine);
+      try {
+        const fresh = await counted;
+        const held = entries.get(key);
+        // A count that began later (a newer watermark) and ended first stays.
+        if (!held || held.seq <= seq) {
+          entries.delete(key);
+          if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+          entries.set(key, fresh);
+        }
+        return fresh;
+      } finally {
+        if (counting.get(key) === mine) counting.delete(key);
+      }
     },
   };
 }

@@ -99,6 +99,27 @@ describe("page cache", () => {
     expect((await cache.page(1, "k", 4, render)).data).toBe("[page 2]");
   });
 
+  it("does not hand a read a shared render whose page expired while it waited", async () => {
+    let t = 0;
+    const cache = createPageCache({ now: () => t });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const render = async (): Promise<RenderedPage> => {
+      const n = ++calls;
+      if (n === 1) await gate;
+      // A tag's window opens at t = 100: the first render (begun before it) shows the page as it was.
+      return { data: `[page ${n}]`, total: n, expiresAt: n === 1 ? 100 : Number.POSITIVE_INFINITY };
+    };
+    const first = cache.page(1, "k", 1, render);
+    const joined = cache.page(1, "k", 1, render);
+    t = 150;
+    release();
+    expect((await first).data).toBe("[page 1]");
+    expect((await joined).data).toBe("[page 2]");
+    expect(calls).toBe(2);
+  });
+
   it("holds at most its byte bound, dropping the oldest pages first", async () => {
     const cache = createPageCache({ now: () => 0, maxBytes: 20 });
     const r = renderer();

@@ -68,7 +68,11 @@ export function createPageCache(options: { now?: () => number; maxAgeMs?: number
       const movesNow = moves.get(orgId) ?? 0;
       if (entry && entry.seq >= seq && entry.moves === movesNow && now() < entry.expiresAt) return entry;
       const under = rendering.get(key);
-      if (under && under.seq >= seq && under.moves === movesNow) return under.page;
+      if (under && under.seq >= seq && under.moves === movesNow) {
+        // Begun before this read arrived: good for it only if no validity boundary passed meanwhile.
+        const shared = await under.page;
+        if (now() < shared.expiresAt) return shared;
+      }
       const page = render();
       const mine = { seq, moves: movesNow, page };
       rendering.set(key, mine);
