@@ -19,8 +19,11 @@
  * Without a watermark (a caller other than the gateway) nothing is cached.
  * Reads that arrive while the same count is under way (at their watermark or
  * a newer one) wait for it rather than count again: after a write, every
- * concurrent page of the organization needs the count once, not once each.
+ * concurrent page of the organization needs the count once, not once each
+ * (watermark-cache.ts).
  */
+import { createWatermarkCache } from "./watermark-cache.ts";
+
 export interface CountResult {
   total: number;
   /** Seconds until the count could change with time alone; null: never. */
@@ -34,41 +37,15 @@ const MAX_ENTRIES = 10_000;
 const validMs = (result: CountResult) => (result.secondsValid === null ? MAX_AGE_MS : Math.min(MAX_AGE_MS, result.secondsValid * 1000));
 
 export function createCountCache(now = () => Date.now()) {
-  const entries = new Map<string, { total: number; seq: number; expiresAt: number }>();
-  /** Counts under way: a read that arrives meanwhile and would accept the result waits for it instead of counting too. */
-  const counting = new Map<string, { seq: number; counted: Promise<{ total: number; seq: number; expiresAt: number }> }>();
+  const counts = createWatermarkCache<{ total: number; expiresAt: number }>({ now, maxAgeMs: MAX_AGE_MS, maxSize: MAX_ENTRIES, sizeOf: () => 1 });
   return {
     /** The count, and when it could first change by time alone (epoch ms). */
-    async count(key: string, seq: number | undefined, compute: () => Promise<CountResult>): Promise<{ total: number; expiresAt: number }> {
-      const at = now();
-      if (seq === undefined) {
+    count(key: string, seq: number | undefined, compute: () => Promise<CountResult>): Promise<{ total: number; expiresAt: number }> {
+      return counts.get(key, seq, 0, async () => {
+        const at = now();
         const result = await compute();
         return { total: result.total, expiresAt: at + validMs(result) };
-      }
-      const entry = entries.get(key);
-      if (entry && entry.seq >= seq && at < entry.expiresAt) return entry;
-      const under = counting.get(key);
-      if (under && under.seq >= seq) {
-        // Begun before this read arrived: good for it only if no validity boundary passed meanwhile.
-        const shared = await under.counted;
-        if (now() < shared.expiresAt) return shared;
-      }
-      const counted = compute().then((result) => ({ total: result.total, seq, expiresAt: at + validMs(result) }));
-      const mine = { seq, counted };
-      counting.set(key, mine);
-      try {
-        const fresh = await counted;
-        const held = entries.get(key);
-        // A count that began later (a newer watermark) and ended first stays.
-        if (!held || held.seq <= seq) {
-          entries.delete(key);
-          if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-          entries.set(key, fresh);
-        }
-        return fresh;
-      } finally {
-        if (counting.get(key) === mine) counting.delete(key);
-      }
+      });
     },
   };
 }

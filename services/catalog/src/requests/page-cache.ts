@@ -18,20 +18,15 @@
  *   moves show once the page is MAX_AGE_MS old, well within the visibility
  *   target (p99 under 1 s from the scan).
  * Without a watermark (a caller other than the gateway) nothing is cached.
+ * Reads that arrive during a render share it (watermark-cache.ts).
  */
+
+import { createWatermarkCache } from "./watermark-cache.ts";
 
 /** How long a page may be served again at most: bounds how late another replica's position moves show. */
 export const PAGE_MAX_AGE_MS = 250;
 /** Rendered text kept at most (about 150 pages of 50 assets): a bound on memory, not a tuning knob. */
 const MAX_BYTES = 4 * 1024 * 1024;
-
-interface Entry {
-  data: string;
-  total: number;
-  seq: number;
-  moves: number;
-  expiresAt: number;
-}
 
 export interface RenderedPage {
   data: string;
@@ -41,56 +36,22 @@ export interface RenderedPage {
 }
 
 export function createPageCache(options: { now?: () => number; maxAgeMs?: number; maxBytes?: number } = {}) {
-  const now = options.now ?? (() => Date.now());
-  const maxAgeMs = options.maxAgeMs ?? PAGE_MAX_AGE_MS;
-  const maxBytes = options.maxBytes ?? MAX_BYTES;
-  const entries = new Map<string, Entry>();
-  /** Renders under way: reads that arrive meanwhile and would accept their page wait for it. */
-  const rendering = new Map<string, { seq: number; moves: number; page: Promise<RenderedPage> }>();
-  /** Position batches applied per organization (only ever grows; compared, never read as a count). */
+  const pages = createWatermarkCache<RenderedPage>({
+    now: options.now ?? (() => Date.now()),
+    maxAgeMs: options.maxAgeMs ?? PAGE_MAX_AGE_MS,
+    maxSize: options.maxBytes ?? MAX_BYTES,
+    sizeOf: (page) => page.data.length,
+  });
+  /** Position batches applied per organization (only ever grows): a page's generation. */
   const moves = new Map<number, number>();
-  let bytes = 0;
-  const drop = (key: string) => {
-    const entry = entries.get(key);
-    if (!entry) return;
-    entries.delete(key);
-    bytes -= entry.data.length;
-  };
-
   return {
     /**
      * The page of `key` (organization `orgId`), rendered by `render` unless a
-     * page rendered at watermark `seq` or later is still current.
+     * page rendered at watermark `seq` or later, since the organization's last
+     * position move here, is still current.
      */
-    async page(orgId: number, key: string, seq: number | undefined, render: () => Promise<RenderedPage>): Promise<{ data: string; total: number }> {
-      if (seq === undefined) return render();
-      const entry = entries.get(key);
-      const movesNow = moves.get(orgId) ?? 0;
-      if (entry && entry.seq >= seq && entry.moves === movesNow && now() < entry.expiresAt) return entry;
-      const under = rendering.get(key);
-      if (under && under.seq >= seq && under.moves === movesNow) {
-        // Begun before this read arrived: good for it only if no validity boundary passed meanwhile.
-        const shared = await under.page;
-        if (now() < shared.expiresAt) return shared;
-      }
-      const page = render();
-      const mine = { seq, moves: movesNow, page };
-      rendering.set(key, mine);
-      try {
-        const rendered = await page;
-        const held = entries.get(key);
-        // A render that began later and ended first stays.
-        if (held && (held.seq > seq || held.moves > movesNow)) return rendered;
-        drop(key);
-        if (rendered.data.length <= maxBytes) {
-          while (bytes + rendered.data.length > maxBytes) drop(entries.keys().next().value!);
-          entries.set(key, { ...rendered, seq, moves: movesNow, expiresAt: Math.min(rendered.expiresAt, now() + maxAgeMs) });
-          bytes += rendered.data.length;
-        }
-        return rendered;
-      } finally {
-        if (rendering.get(key) === mine) rendering.delete(key);
-      }
+    page(orgId: number, key: string, seq: number | undefined, render: () => Promise<RenderedPage>): Promise<RenderedPage> {
+      return pages.get(key, seq, moves.get(orgId) ?? 0, render);
     },
     /** This process applied position moves of these organizations (called after they committed). */
     positionsMoved(orgIds: Iterable<number>): void {
