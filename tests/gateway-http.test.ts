@@ -68,6 +68,21 @@ async function call(options: InjectOptions & { headers?: Record<string, string> 
   return res;
 }
 
+/** A gateway of the test's own on the stack's broker and identity (its watermarks given). */
+function ownGateway(watermarks: Parameters<typeof buildGateway>[0]["watermarks"] = { seqFor: () => 0 }) {
+  return buildGateway({
+    logger: createLogger("test", "silent"),
+    nc: stack.nc,
+    auth: createAuthService(stack.identity),
+    identity: stack.identity,
+    rateLimiter: createMemoryRateLimiter(60_000),
+    rateLimit: { max: 1000, windowMs: 60_000 },
+    rpcTimeoutMs: 5000,
+    readyTimeoutMs: 500,
+    watermarks,
+  });
+}
+
 /** The envelope, checked field by field; returns its `error`. */
 function expectEnvelope(res: LightMyRequestResponse, type: string, title: string, status: number, instance: string) {
   expect(res.statusCode).toBe(status);
@@ -420,21 +435,11 @@ describe("routing and forwarding", () => {
     // A stand-in for watchCatalogWrites: an announcement (seq 7) is read only when the gateway settles.
     let known = 3;
     let settles = 0;
-    const app = await buildGateway({
-      logger: createLogger("test", "silent"),
-      nc: stack.nc,
-      auth: createAuthService(stack.identity),
-      identity: stack.identity,
-      rateLimiter: createMemoryRateLimiter(60_000),
-      rateLimit: { max: 1000, windowMs: 60_000 },
-      rpcTimeoutMs: 5000,
-      readyTimeoutMs: 500,
-      watermarks: {
-        seqFor: () => known,
-        settled: async () => {
-          settles++;
-          known = 7;
-        },
+    const app = await ownGateway({
+      seqFor: () => known,
+      settled: async () => {
+        settles++;
+        known = 7;
       },
     });
     try {
@@ -547,17 +552,7 @@ describe("graceful shutdown", () => {
       await gate;
       return { status: 200, headers: {}, body: { data: { operation, path: request.path } } };
     });
-    const app = await buildGateway({
-      logger: createLogger("test", "silent"),
-      nc: stack.nc,
-      auth: createAuthService(stack.identity),
-      identity: stack.identity,
-      rateLimiter: createMemoryRateLimiter(60_000),
-      rateLimit: { max: 1000, windowMs: 60_000 },
-      rpcTimeoutMs: 5000,
-      readyTimeoutMs: 500,
-      watermarks: { seqFor: () => 0 },
-    });
+    const app = await ownGateway();
     const port = await freePort();
     await app.listen({ host: "127.0.0.1", port });
     try {

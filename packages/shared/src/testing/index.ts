@@ -144,6 +144,13 @@ export async function waitForPort(port: number, timeoutMs: number): Promise<void
   });
 }
 
+/** A gate a test opens when it chooses: work that awaits `opened` waits until `open()`. */
+export function latch(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
 /** `promise`, or a rejection with `describe()`'s text once `timeoutMs` has passed without it settling. */
 export async function within<T>(promise: Promise<T>, timeoutMs: number, describe: () => string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { latch } from "@whereabouts/shared/testing";
 import { createCountCache, type CountResult } from "./count-cache.ts";
 
 function counter(results: CountResult[]) {
@@ -46,16 +47,15 @@ describe("count cache", () => {
 describe("count cache under concurrent reads", () => {
   it("counts once for the reads that arrive while a count is under way, unless they need a newer watermark", async () => {
     const cache = createCountCache(() => 0);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = latch();
     let calls = 0;
     const compute = async (): Promise<CountResult> => {
       const n = ++calls;
-      await gate;
+      await gate.opened;
       return { total: n * 10, secondsValid: null };
     };
     const reads = [cache.count("k", 5, compute), cache.count("k", 4, compute), cache.count("k", 5, compute), cache.count("k", 6, compute)];
-    release();
+    gate.open();
     expect((await Promise.all(reads)).map((r) => r.total)).toEqual([10, 10, 10, 20]);
     expect(calls).toBe(2);
     // The newer watermark's count is the one kept.
@@ -66,19 +66,18 @@ describe("count cache under concurrent reads", () => {
   it("does not hand a read a shared count that expired while it waited", async () => {
     let t = 0;
     const cache = createCountCache(() => t);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = latch();
     let calls = 0;
     const compute = async (): Promise<CountResult> => {
       const n = ++calls;
-      if (n === 1) await gate;
+      if (n === 1) await gate.opened;
       // A row's window opens 0.1 s after the first count began.
       return { total: n, secondsValid: n === 1 ? 0.1 : null };
     };
     const first = cache.count("k", 1, compute);
     const joined = cache.count("k", 1, compute);
     t = 150;
-    release();
+    gate.open();
     expect((await first).total).toBe(1);
     expect((await joined).total).toBe(2);
     expect(calls).toBe(2);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { latch } from "@whereabouts/shared/testing";
 import { createPageCache, type RenderedPage } from "./page-cache.ts";
 
 function renderer(expiresIn = Number.POSITIVE_INFINITY, at: () => number = () => 0) {
@@ -83,16 +84,15 @@ describe("page cache", () => {
 
   it("lets reads that arrive during a render share it, unless they need a newer watermark", async () => {
     const cache = createPageCache({ now: () => 0 });
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = latch();
     let calls = 0;
     const render = async (): Promise<RenderedPage> => {
       const n = ++calls;
-      await gate;
+      await gate.opened;
       return { data: `[page ${n}]`, total: n, expiresAt: Number.POSITIVE_INFINITY };
     };
     const reads = [cache.page(1, "k", 3, render), cache.page(1, "k", 2, render), cache.page(1, "k", 4, render)];
-    release();
+    gate.open();
     expect((await Promise.all(reads)).map((p) => p.data)).toEqual(["[page 1]", "[page 1]", "[page 2]"]);
     expect(calls).toBe(2);
     // The later watermark's page is the one kept.
@@ -102,19 +102,18 @@ describe("page cache", () => {
   it("does not hand a read a shared render whose page expired while it waited", async () => {
     let t = 0;
     const cache = createPageCache({ now: () => t });
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gate = latch();
     let calls = 0;
     const render = async (): Promise<RenderedPage> => {
       const n = ++calls;
-      if (n === 1) await gate;
+      if (n === 1) await gate.opened;
       // A tag's window opens at t = 100: the first render (begun before it) shows the page as it was.
       return { data: `[page ${n}]`, total: n, expiresAt: n === 1 ? 100 : Number.POSITIVE_INFINITY };
     };
     const first = cache.page(1, "k", 1, render);
     const joined = cache.page(1, "k", 1, render);
     t = 150;
-    release();
+    gate.open();
     expect((await first).data).toBe("[page 1]");
     expect((await joined).data).toBe("[page 2]");
     expect(calls).toBe(2);
