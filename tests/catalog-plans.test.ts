@@ -16,7 +16,7 @@ import type { Db } from "../services/catalog/src/db/catalog-db.ts";
 import { createCountCache } from "../services/catalog/src/requests/count-cache.ts";
 import { createPageCache } from "../services/catalog/src/requests/page-cache.ts";
 import { listRecords, type RecordList } from "../services/catalog/src/requests/list-query.ts";
-import { RELAY_CLAIM_SQL } from "../services/catalog/src/events/event-outbox.ts";
+import { relayClaimSql } from "../services/catalog/src/events/event-outbox.ts";
 
 let db: TestDatabase;
 let pool: pg.Pool;
@@ -294,8 +294,7 @@ describe("the outbox relay's claim", () => {
     try {
       await client.query("BEGIN");
       const { rows } = await client.query<{ "QUERY PLAN": Array<{ Plan: Record<string, unknown> }> }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${RELAY_CLAIM_SQL}`,
-        [0, "0", 2 * 1024 * 1024],
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${relayClaimSql(0, "0", 2 * 1024 * 1024)}`,
       );
       await client.query("ROLLBACK");
       const plan = rows[0]!["QUERY PLAN"][0]!.Plan;

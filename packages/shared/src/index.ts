@@ -13,6 +13,7 @@ export * from "./db.ts";
 export * from "./db-maintenance.ts";
 export * from "./service-db.ts";
 export * from "./sql.ts";
+export * from "./sql-copy.ts";
 export * from "./leader.ts";
 export * from "./sql-client.ts";
 export * from "./paths.ts";

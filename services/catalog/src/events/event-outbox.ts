@@ -14,6 +14,8 @@ import {
   catalogEventSubject,
   type CatalogEvent,
   currentDeadline,
+  copyLiteral,
+  copyOutBinary,
   newEventId,
   toWireTimestamp,
   type AssetView,
@@ -75,27 +77,50 @@ const RELAY_ROW_BYTES = `CASE WHEN subject LIKE '%.${CATALOG_BATCH_ENTITY}.${CAT
 const RELAY_WINDOW = 3;
 
 /**
- * The relay's claim of a batch: the oldest unpublished rows past `$2` (at
- * least `$1` ms old), at most RELAY_BATCH and RELAY_BATCH_BYTES (`$3`), marked
- * published and returned. The candidates are read once (MATERIALIZED), each
- * locked and then marked through the primary key, whatever the statistics
- * say: with the candidates inlined, the planner (its statistics had seen
- * every row published) ran their scan again for every unpublished row, 0.6 s
- * per batch of a bulk job's backlog after a burst of creates, and the job's
- * publishing took 10-15 s instead of 2.
+ * The relay's claim of a batch: the oldest unpublished rows past `after` (at
+ * least `minAgeMs` old), at most RELAY_BATCH rows and `maxBytes` of payload,
+ * marked published and returned. The candidates are read once (MATERIALIZED),
+ * each locked and then marked through the primary key, whatever the
+ * statistics say: with the candidates inlined, the planner (its statistics had
+ * seen every row published) ran their scan again for every unpublished row,
+ * 0.6 s per batch of a bulk job's backlog after a burst of creates, and the
+ * job's publishing took 10-15 s instead of 2. Run as binary COPY
+ * (copyOutBinary: the payloads come back as the bytes to publish), hence
+ * literals, not parameters.
  */
-export const RELAY_CLAIM_SQL = `WITH candidates AS MATERIALIZED (
+export const relayClaimSql = (minAgeMs: number, after: string, maxBytes: number) => `WITH candidates AS MATERIALIZED (
      SELECT id, sum(bytes) OVER (ORDER BY id) - bytes AS before
        FROM (SELECT id, ${RELAY_ROW_BYTES} AS bytes FROM catalog.outbox_events
-              WHERE published_at IS NULL AND id > $2::bigint AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+              WHERE published_at IS NULL AND id > ${copyLiteral(after)}::bigint
+                AND created_at <= now() - make_interval(secs => ${copyLiteral(minAgeMs)} / 1000.0)
               ORDER BY id LIMIT ${RELAY_BATCH}) c)
    UPDATE catalog.outbox_events o SET published_at = now()
     WHERE o.id = ANY (ARRAY(
             SELECT e.id FROM candidates c
              CROSS JOIN LATERAL (SELECT id FROM catalog.outbox_events
                                   WHERE id = c.id AND published_at IS NULL OFFSET 0 FOR UPDATE SKIP LOCKED) e
-             WHERE c.before < $3))
-    RETURNING o.id::text AS id, o.event_id, o.subject, o.org_id, o.payload::text AS json`;
+             WHERE c.before < ${copyLiteral(maxBytes)}))
+    RETURNING o.id::text, o.event_id, o.subject, o.org_id::text, o.payload`;
+
+/** A claimed outbox row: its payload as the bytes to publish. */
+interface ClaimedRow {
+  id: string;
+  eventId: string;
+  subject: string;
+  orgId: number;
+  payload: Uint8Array;
+}
+
+async function claimRelayBatch(tx: Tx, minAgeMs: number, after: string): Promise<ClaimedRow[]> {
+  const rows = await copyOutBinary(tx, relayClaimSql(minAgeMs, after, RELAY_BATCH_BYTES));
+  return rows.map(([id, eventId, subject, orgId, payload]) => ({
+    id: id!.toString(),
+    eventId: eventId!.toString(),
+    subject: subject!.toString(),
+    orgId: Number(orgId!.toString()),
+    payload: payload!,
+  }));
+}
 
 /** An event built and serialized, before its outbox row exists. */
 export type BuiltEvent = Omit<PendingEvent, "outboxId">;
@@ -434,20 +459,16 @@ export function createEventPublisher(deps: {
     const done = inTransaction(db, async (tx) => {
       // From past the last row this run published: the rows it just marked stay in the partial
       // index as dead entries until vacuum, and scanning them again each batch grows quadratically.
-      const rows = await query<{ id: string; event_id: string; subject: string; org_id: number; json: string }>(
-        tx,
-        // At most RELAY_BATCH rows, and only as many as fit RELAY_BATCH_BYTES (published size; at least
-        // one): a bulk job's batch rows hold hundreds of events each, and the batch is held in memory.
-        RELAY_CLAIM_SQL,
-        [minAgeMs, after, RELAY_BATCH_BYTES],
-      );
+      // At most RELAY_BATCH rows, and only as many as fit RELAY_BATCH_BYTES (published size; at least
+      // one): a bulk job's batch rows hold hundreds of events each, and the batch is held in memory.
+      const rows = await claimRelayBatch(tx, minAgeMs, after);
       // RETURNING keeps no order: publish in outbox order (ids are far below 2^53).
       rows.sort((a, b) => Number(a.id) - Number(b.id));
       const claimedAt = performance.now();
-      const acks = Promise.all(rows.map((row) => publish(row.subject, encoder.encode(row.json), row.event_id)));
+      const acks = Promise.all(rows.map((row) => publish(row.subject, row.payload, row.eventId)));
       claim({ n: rows.length, last: rows.at(-1)?.id ?? after });
       const seqs = await acks;
-      announceAll(rows.map((row, i) => ({ orgId: row.org_id, seq: seqs[i]! })));
+      announceAll(rows.map((row, i) => ({ orgId: row.orgId, seq: seqs[i]! })));
       relayMs.claim += claimedAt - started;
       relayMs.acks += performance.now() - claimedAt;
     });
