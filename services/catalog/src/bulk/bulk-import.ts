@@ -7,8 +7,8 @@
  *   1. validate: the file is read as a stream, each row checked with the
  *      API's own rules (the POST body schema, keys and tags taken in the
  *      organization or earlier in the file); errors name row and field;
- *   2. write: the file is read again, a row written once validation has
- *      decided it (the two run side by side, validation ahead: ValidationGate),
+ *   2. write: the rows validation parsed, taken from it chunk by chunk once
+ *      decided (the two run side by side, validation ahead: ValidationGate),
  *      in ONE transaction (savepoint per chunk of new rows, per updated row),
  *      which also marks the job written. Under `abort` any failed row rolls it
  *      all back (validation reads on to list the errors); under `skip` the
@@ -17,7 +17,7 @@
  * Nothing is ever half-applied: a crash before the commit leaves nothing,
  * and the job (its lease run out) is taken over and run again from the
  * start. Memory never holds the file: a row's plan is 4 bytes, the keys and
- * tags met so far about 40 bytes a value (SeenValues), and a chunk.
+ * tags met so far about 40 bytes a value (SeenValues), and a few chunks of parsed rows.
  */
 import { Readable } from "node:stream";
 import { parse } from "csv-parse";
@@ -199,7 +199,7 @@ async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, plan
   const errors: RowError[] = [];
   let header: string[] = [];
   let rowNumber = 0;
-  let pending: Array<{ row: number; key?: string; tags: string[] }> = [];
+  let pending: Array<DecidedRow & { key?: string; tags: string[] }> = [];
   const fail = (row: number, field: string, code: string, message: string) => {
     plans.fail(row);
     if (errors.length < JOB_ERRORS_MAX) errors.push({ row, field, code, message });
@@ -210,8 +210,9 @@ async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, plan
    * in the file (reported on the later row; a row whose key is taken records
    * no tags), then in the organization (per chunk, through the unique indexes).
    */
-  async function checkChunk() {
-    if (!pending.length) return;
+  async function checkChunk(): Promise<DecidedRow[]> {
+    if (!pending.length) return [];
+    const chunk = pending;
     const live = pending.filter((p) => {
       if (p.key === undefined) return true;
       const earlier = seenKeys.firstRow(p.key, p.row);
@@ -250,6 +251,7 @@ async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, plan
       plans.plan(p.row, existingId);
     }
     pending = [];
+    return chunk;
   }
 
   for await (const record of records(store, job.object_name)) {
@@ -275,16 +277,12 @@ async function validate(db: CatalogClient, store: ObjectStore, job: JobRow, plan
     if (parsed.fields.length) continue;
     const request = parsed.data!;
     const key = request.external_key;
-    pending.push({ row: rowNumber, ...(key !== undefined ? { key } : {}), tags: (request.tags ?? []).map((t) => `${t.tag_type}:${t.value}`) });
-    if (pending.length >= CHUNK) {
-      await checkChunk();
-      gate.advance(rowNumber);
-    }
+    pending.push({ row: rowNumber, raw: body, request, ...(key !== undefined ? { key } : {}), tags: (request.tags ?? []).map((t) => `${t.tag_type}:${t.value}`) });
+    if (pending.length >= CHUNK) await gate.advance(rowNumber, await checkChunk());
     if (rowNumber % PROGRESS_EVERY === 0) await onProgress(rowNumber);
     gate.checkStopped();
   }
-  await checkChunk();
-  gate.advance(rowNumber);
+  await gate.advance(rowNumber, await checkChunk());
   return { rowsTotal: rowNumber, errors };
 }
 
@@ -293,10 +291,22 @@ class ValidationStopped extends Error {
   override readonly name = "ValidationStopped";
 }
 
+/** A row that passed the row rules, as validation parsed it: the write's input (it never reads the file again). */
+export interface DecidedRow {
+  row: number;
+  raw: Record<string, unknown>;
+  request: AssetCreateRequest;
+}
+
+/** Chunks of decided rows held for the write at most (validation waits beyond): memory holds a few chunks, never the file. */
+const DECIDED_CHUNKS_HELD = 2;
+
 /**
- * How far validation has decided the file: the write follows it, writing a row
- * only once its plan is final (validation runs ahead: it reads and checks a
- * row in a fraction of the time the database takes to write it).
+ * How far validation has decided the file, and the rows it decided: the
+ * write takes them chunk by chunk, in file order, once their plans are final
+ * (validation runs ahead: it reads and checks a row in a fraction of the time
+ * the database takes to write it). The write once read and parsed the file
+ * again itself: a third of the catalog's CPU during a job.
  */
 export class ValidationGate {
   /** Every row up to this one is planned or failed. */
@@ -304,16 +314,32 @@ export class ValidationGate {
   private over = false;
   private error: unknown;
   private stopped = false;
+  /** The write takes no more rows (it ended, or gave up). */
+  private closed = false;
+  private readonly decided: DecidedRow[][] = [];
   private waiters: Array<{ row: number; resolve: () => void; reject: (err: unknown) => void }> = [];
+  /** The write, waiting for rows (one taker). */
+  private taker: (() => void) | undefined;
+  /** Validation, waiting for the write to take rows. */
+  private room: Array<() => void> = [];
 
-  /** Rows up to `row` are decided. */
-  advance(row: number): void {
+  /**
+   * Rows up to `row` are decided; `rows` are those of them that passed the row rules (failed ones stay failed in
+   * the plans). Resolves once the write holds few enough chunks, or takes no more.
+   */
+  async advance(row: number, rows: DecidedRow[] = []): Promise<void> {
     this.through = Math.max(this.through, row);
+    if (rows.length && !this.closed) this.decided.push(rows);
     this.settle();
+    while (this.decided.length > DECIDED_CHUNKS_HELD && !this.closed) await new Promise<void>((resolve) => this.room.push(resolve));
   }
   /** Validation is over (every row decided, or it failed). */
   get ended(): boolean {
     return this.over;
+  }
+  /** Every row up to this one is decided (all of the file's once validation is over). */
+  get decidedThrough(): number {
+    return this.through;
   }
   /** Validation is over: every row is decided, or it failed with `error`. */
   end(error?: unknown): void {
@@ -327,9 +353,29 @@ export class ValidationGate {
     if (row <= this.through || this.over) return undefined;
     return new Promise((resolve, reject) => this.waiters.push({ row, resolve, reject }));
   }
+  /** The next decided rows, in file order; undefined once validation is over and every one was taken. Rejects if validation failed. */
+  async take(): Promise<DecidedRow[] | undefined> {
+    for (;;) {
+      if (this.error !== undefined) throw this.error;
+      const rows = this.decided.shift();
+      if (rows) {
+        this.room.splice(0).forEach((resolve) => resolve());
+        return rows;
+      }
+      if (this.over) return undefined;
+      await new Promise<void>((resolve) => (this.taker = resolve));
+    }
+  }
+  /** The write takes no more rows: validation reads on (to list the errors) holding none. */
+  close(): void {
+    this.closed = true;
+    this.decided.length = 0;
+    this.room.splice(0).forEach((resolve) => resolve());
+  }
   /** The write gave up: validation stops at its next row. */
   stop(): void {
     this.stopped = true;
+    this.close();
   }
   checkStopped(): void {
     if (this.stopped) throw new ValidationStopped("the write stopped");
@@ -341,6 +387,9 @@ export class ValidationGate {
       else return true;
       return false;
     });
+    const taker = this.taker;
+    this.taker = undefined;
+    taker?.();
   }
 }
 
@@ -425,6 +474,8 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
     })();
     validation.catch(() => undefined); // awaited below, whichever way the write ends
     const refuse = async () => {
+      // Validation reads on alone, holding no rows for the write.
+      gate.close();
       const { rowsTotal, errors } = await validation;
       await finishJob(db, job.id, { status: "failed", rowsTotal, rowsDone: rowsTotal, created: 0, updated: 0, unchanged: 0, failedRows: plans.failedCount, errors });
       deps.logger.info({ job_id: job.id, rows: rowsTotal, failed_rows: plans.failedCount }, "bulk upload refused: rows failed under on_error=abort");
@@ -465,8 +516,6 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
           batch = [];
           if (events.length) await timed("outbox", recordEventBatches(tx, events));
         }
-        let header: string[] = [];
-        let rowNumber = 0;
         const rowFailed = (row: number, err: unknown) => {
           const detail = err instanceof Error ? err.message : String(err);
           plans.fail(row);
@@ -558,45 +607,44 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
           return previous;
         };
         try {
-          for await (const record of records(store, job.object_name)) {
-            if (header.length === 0) {
-              header = record;
-              continue;
-            }
-            rowNumber++;
-            rowsWritten = rowNumber - 1;
-            await gate.reach(rowNumber);
-            if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
-            const planned = plans.get(rowNumber);
-            if (!planned) continue;
-            const raw = rowToBody(header, record).body;
-            const request = parseObject(AssetCreateRequest, raw).data!;
-            const row = rowNumber;
-            if (planned.existingId === undefined) {
-              creates.push({ row, planned, raw, request });
-              if (creates.length >= CHUNK) {
-                const chunk = creates;
-                creates = [];
-                const batch = await prepareCreates(chunk);
-                await enqueue(async () => {
-                  await flushCreates(chunk, batch);
-                  await chunkDone(row);
-                });
+          // The rows validation decided, chunk by chunk: their plans are final, their parse is validation's.
+          let progressAt = PROGRESS_EVERY;
+          for (let decided = await gate.take(); decided; decided = await gate.take()) {
+            for (const { row, raw, request } of decided) {
+              rowsWritten = row - 1;
+              if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
+              const planned = plans.get(row);
+              if (!planned) continue;
+              if (planned.existingId === undefined) {
+                creates.push({ row, planned, raw, request });
+                if (creates.length >= CHUNK) {
+                  const chunk = creates;
+                  creates = [];
+                  const batch = await prepareCreates(chunk);
+                  await enqueue(async () => {
+                    await flushCreates(chunk, batch);
+                    await chunkDone(row);
+                  });
+                }
+              } else {
+                await enqueue(() => writeRow(row, planned, raw, request));
               }
-            } else {
-              await enqueue(() => writeRow(row, planned, raw, request));
-            }
-            if (rowNumber % PROGRESS_EVERY === 0) {
-              checkSignal(deps.signal);
-              // Rows written count once validation is over (until then rows_done is validation's).
-              if (gate.ended) void reportProgress(db, job.id, { rowsDone: rowNumber }).catch(() => undefined);
+              if (row >= progressAt) {
+                progressAt = row - (row % PROGRESS_EVERY) + PROGRESS_EVERY;
+                checkSignal(deps.signal);
+                // Rows written count once validation is over (until then rows_done is validation's).
+                if (gate.ended) void reportProgress(db, job.id, { rowsDone: row }).catch(() => undefined);
+              }
             }
           }
+          // Validation is over: every row of the file is decided.
+          const rowsRead = gate.decidedThrough;
+          if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
           const rest = creates;
           const restBatch = await prepareCreates(rest);
           await enqueue(async () => {
             await flushCreates(rest, restBatch);
-            await chunkDone(rowNumber);
+            await chunkDone(rowsRead);
           });
         } finally {
           // Nothing may still run on the transaction when it commits or rolls back.
@@ -604,7 +652,7 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
         }
         await writing;
         await flushEvents();
-        // Validation is over by now (the write read the same file through): its verdict decides.
+        // Validation is over by now (the write took its last rows): its verdict decides.
         const checked = await validation;
         if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
         rowsTotal = checked.rowsTotal;
