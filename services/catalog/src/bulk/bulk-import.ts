@@ -306,7 +306,10 @@ const DECIDED_CHUNKS_HELD = 2;
  * write takes them chunk by chunk, in file order, once their plans are final
  * (validation runs ahead: it reads and checks a row in a fraction of the time
  * the database takes to write it). The write once read and parsed the file
- * again itself: a third of the catalog's CPU during a job.
+ * again itself: a third of the catalog's CPU during a job. The price: under
+ * `abort`, a bad row far into the file is found when the write is a few
+ * chunks behind it, not half the file behind, so a refused job writes more
+ * before it rolls back (nothing of it commits either way).
  */
 export class ValidationGate {
   /** Every row up to this one is planned or failed. */
