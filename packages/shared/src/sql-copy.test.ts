@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type pg from "pg";
+import pg from "pg";
 import { createPool } from "./db.ts";
 import { checkout, sqlQuery } from "./sql.ts";
 import { BinaryCopyReader, copyLiteral, copyOutBinary, parseBinaryCopy } from "./sql-copy.ts";
@@ -64,6 +64,32 @@ describe("copyOutBinary", () => {
       client.release();
     }
     expect(await sqlQuery<{ n: number }>(pool, `SELECT count(*)::int AS n FROM outbox WHERE sent`)).toEqual([{ n: 0 }]);
+  });
+
+  it("fails with a connection's query_timeout, and is refused on a pipelined connection", async () => {
+    const timed = new pg.Pool({ connectionString: db.url, max: 1, query_timeout: 300 });
+    try {
+      const client = await timed.connect();
+      try {
+        expect((await copyOutBinary(client, `SELECT 'quick'::text`)).map((r) => text(r[0]))).toEqual(["quick"]);
+        await expect(copyOutBinary(client, `SELECT pg_sleep(5)::text`)).rejects.toThrow(/timeout/i);
+      } finally {
+        client.release(true);
+      }
+    } finally {
+      await timed.end();
+    }
+    const pipelined = createPool(db.url, 1, { pipeline: true });
+    try {
+      const client = await pipelined.connect();
+      try {
+        await expect(copyOutBinary(client, `SELECT 'x'::text`)).rejects.toThrow(/pipeline/);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pipelined.end();
+    }
   });
 
   it("returns no rows for an empty result", async () => {

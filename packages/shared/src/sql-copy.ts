@@ -109,6 +109,11 @@ class CopyOut {
   private readonly reader = new BinaryCopyReader();
   private error: Error | undefined;
   private settled = false;
+  /**
+   * Called once the copy settles, as pg's own queries do: with a `query_timeout` (a connection setting) pg wraps
+   * it to clear its timer (on expiry it hands the query the timeout through handleError).
+   */
+  callback: (err?: Error) => void = () => undefined;
   constructor(
     private readonly text: string,
     private readonly settle: (err: Error | undefined, rows: CopiedRow[]) => void,
@@ -146,16 +151,21 @@ class CopyOut {
       this.error = err as Error;
     }
     this.settled = true;
+    this.callback(this.error);
     this.settle(this.error, rows);
   }
   private fail(err: Error): void {
     if (this.settled) return;
     this.settled = true;
+    this.callback(err);
     this.settle(err, []);
   }
 }
 
-/** Runs `query` (no parameters, no trailing semicolon) as binary COPY on `client`; its rows as bytes, in the order the server sent them. */
+/**
+ * Runs `query` (no parameters, no trailing semicolon) as binary COPY on `client`; its rows as bytes, in the order
+ * the server sent them. Not on a pipelined connection (createPool's `pipeline`): pg refuses custom queries there.
+ */
 export function copyOutBinary(client: Pick<pg.PoolClient, "query">, query: string): Promise<CopiedRow[]> {
   return new Promise<CopiedRow[]>((resolve, reject) => {
     const copy = new CopyOut(`COPY (${query}) TO STDOUT (FORMAT binary)`, (err, rows) => (err ? reject(err) : resolve(rows)));
