@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { createPool } from "./db.ts";
 import { checkout, sqlQuery } from "./sql.ts";
-import { BinaryCopyReader, copyLiteral, copyOutBinary, parseBinaryCopy } from "./sql-copy.ts";
+import { BinaryCopyReader, copyLiteral, copyOutBinary } from "./sql-copy.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
 
 let db: TestDatabase;
@@ -128,6 +128,12 @@ describe("copyLiteral", () => {
 });
 
 describe("BinaryCopyReader", () => {
+  /** Binary COPY data received whole, in one message. */
+  const parseBinaryCopy = (data: Buffer) => {
+    const reader = new BinaryCopyReader();
+    reader.push(data);
+    return reader.finish();
+  };
   /** Binary COPY data as the server writes it (signature, flags, header extension, rows, trailer). */
   const encode = (rows: Array<Array<string | null>>, extension = Buffer.alloc(0)) => {
     const parts = [Buffer.from("PGCOPY\n\xff\r\n\0", "latin1"), Buffer.alloc(4), Buffer.alloc(4)];

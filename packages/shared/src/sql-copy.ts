@@ -27,6 +27,18 @@ export function copyLiteral(value: number | string): string {
   return String(value);
 }
 
+/** Where a row of `fields` fields whose first starts at `at` ends, or undefined if `data` does not hold all of it. */
+function rowEnd(data: Buffer, at: number, fields: number): number | undefined {
+  let end = at;
+  for (let i = 0; i < fields; i++) {
+    if (end + 4 > data.length) return undefined;
+    const length = data.readInt32BE(end);
+    end += 4 + Math.max(length, 0); // -1: NULL, no bytes
+    if (end > data.length) return undefined;
+  }
+  return end;
+}
+
 /**
  * Binary COPY data, read as it arrives: whole rows are taken from each
  * message, each field copied out once (a message is a view into the pg
@@ -35,7 +47,7 @@ export function copyLiteral(value: number | string): string {
  * but the protocol lets it divide the data anywhere.
  */
 export class BinaryCopyReader {
-  readonly rows: CopiedRow[] = [];
+  private readonly rows: CopiedRow[] = [];
   private carry: Buffer | undefined;
   private headerRead = false;
   private ended = false;
@@ -58,16 +70,8 @@ export class BinaryCopyReader {
         this.ended = true;
         return;
       }
-      // The row's extent first: it is taken only once whole.
-      let end = at + 2;
-      for (let i = 0; i < fields && end !== -1; i++) {
-        if (end + 4 > data.length) end = -1;
-        else {
-          const length = data.readInt32BE(end);
-          end = length === -1 ? end + 4 : end + 4 + length > data.length ? -1 : end + 4 + length;
-        }
-      }
-      if (end === -1) break;
+      const end = rowEnd(data, at + 2, fields);
+      if (end === undefined) break;
       const row: CopiedRow = new Array(fields);
       let field = at + 2;
       for (let i = 0; i < fields; i++) {
@@ -95,13 +99,6 @@ export class BinaryCopyReader {
   private keep(data: Buffer, from: number): void {
     this.carry = Buffer.from(data.subarray(from));
   }
-}
-
-/** The rows of binary COPY data held whole. */
-export function parseBinaryCopy(data: Buffer): CopiedRow[] {
-  const reader = new BinaryCopyReader();
-  reader.push(data);
-  return reader.finish();
 }
 
 /** A pg Submittable: sends the COPY as a simple query and reads its data (BinaryCopyReader). */

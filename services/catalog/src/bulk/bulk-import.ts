@@ -640,9 +640,8 @@ export async function runBulkJob(deps: BulkDeps, job: JobRow): Promise<void> {
               }
             }
           }
-          // Validation is over: every row of the file is decided.
+          // Validation is over: every row of the file is decided (a failed one was seen by the check above).
           const rowsRead = gate.decidedThrough;
-          if (plans.failedCount && job.on_error === "abort") throw new RowsFailed("validation failed a row");
           const rest = creates;
           const restBatch = await prepareCreates(rest);
           await enqueue(async () => {
