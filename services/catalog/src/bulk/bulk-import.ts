@@ -320,11 +320,11 @@ export class ValidationGate {
   /** The write takes no more rows (it ended, or gave up). */
   private closed = false;
   private readonly decided: DecidedRow[][] = [];
-  private waiters: Array<{ row: number; resolve: () => void; reject: (err: unknown) => void }> = [];
-  /** The write, waiting for rows (one taker). */
-  private taker: (() => void) | undefined;
-  /** Validation, waiting for the write to take rows. */
-  private room: Array<() => void> = [];
+  /**
+   * Whoever waits for the gate to change (validation for room, the write for rows or for a row to be decided):
+   * woken on every change, each checks its own condition again.
+   */
+  private readonly wakers: Array<() => void> = [];
 
   /**
    * Rows up to `row` are decided; `rows` are those of them that passed the row rules (failed ones stay failed in
@@ -333,8 +333,8 @@ export class ValidationGate {
   async advance(row: number, rows: DecidedRow[] = []): Promise<void> {
     this.through = Math.max(this.through, row);
     if (rows.length && !this.closed) this.decided.push(rows);
-    this.settle();
-    while (this.decided.length > DECIDED_CHUNKS_HELD && !this.closed) await new Promise<void>((resolve) => this.room.push(resolve));
+    this.wake();
+    while (this.decided.length > DECIDED_CHUNKS_HELD && !this.closed) await this.changed();
   }
   /** Validation is over (every row decided, or it failed). */
   get ended(): boolean {
@@ -348,13 +348,19 @@ export class ValidationGate {
   end(error?: unknown): void {
     this.over = true;
     this.error = error;
-    this.settle();
+    this.wake();
   }
-  /** Resolves once `row` is decided or validation is over; rejects if validation failed. */
+  /** Resolves once `row` is decided or validation is over (undefined: already so); rejects if validation failed. */
   reach(row: number): Promise<void> | undefined {
     if (this.error !== undefined) return Promise.reject(this.error);
-    if (row <= this.through || this.over) return undefined;
-    return new Promise((resolve, reject) => this.waiters.push({ row, resolve, reject }));
+    const decided = () => row <= this.through || this.over;
+    if (decided()) return undefined;
+    return (async () => {
+      do {
+        await this.changed();
+        if (this.error !== undefined) throw this.error;
+      } while (!decided());
+    })();
   }
   /** The next decided rows, in file order; undefined once validation is over and every one was taken. Rejects if validation failed. */
   async take(): Promise<DecidedRow[] | undefined> {
@@ -362,18 +368,18 @@ export class ValidationGate {
       if (this.error !== undefined) throw this.error;
       const rows = this.decided.shift();
       if (rows) {
-        this.room.splice(0).forEach((resolve) => resolve());
+        this.wake();
         return rows;
       }
       if (this.over) return undefined;
-      await new Promise<void>((resolve) => (this.taker = resolve));
+      await this.changed();
     }
   }
   /** The write takes no more rows: validation reads on (to list the errors) holding none. */
   close(): void {
     this.closed = true;
     this.decided.length = 0;
-    this.room.splice(0).forEach((resolve) => resolve());
+    this.wake();
   }
   /** The write gave up: validation stops at its next row. */
   stop(): void {
@@ -383,16 +389,11 @@ export class ValidationGate {
   checkStopped(): void {
     if (this.stopped) throw new ValidationStopped("the write stopped");
   }
-  private settle(): void {
-    this.waiters = this.waiters.filter((w) => {
-      if (this.error !== undefined) w.reject(this.error);
-      else if (w.row <= this.through || this.over) w.resolve();
-      else return true;
-      return false;
-    });
-    const taker = this.taker;
-    this.taker = undefined;
-    taker?.();
+  private changed(): Promise<void> {
+    return new Promise((resolve) => this.wakers.push(resolve));
+  }
+  private wake(): void {
+    for (const resolve of this.wakers.splice(0)) resolve();
   }
 }
 
