@@ -187,6 +187,18 @@ describe("array literals (arrayLiteral)", () => {
     expect(row).toEqual({ texts, ints, bools, n: 0 });
   });
 
+  it("round-trip arrays of numbers only (joined in one call), microseconds since the epoch included", async () => {
+    const ids = [7, -2, 0, 2147483647];
+    const micros = [1795883717249123, -1, 0];
+    const [row] = await client.$queryRawUnsafe<Array<{ ids: number[]; micros: string[] }>>(
+      `SELECT $1::int[] AS ids, $2::bigint[]::text[] AS micros`,
+      arrayLiteral(ids),
+      arrayLiteral(micros),
+    );
+    expect(arrayLiteral(ids)).toBe("{7,-2,0,2147483647}");
+    expect(row).toEqual({ ids, micros: micros.map(String) });
+  });
+
   it("are what statementParams makes of arrays of plain values, and only of those", () => {
     const when = new Date("2026-11-27T08:00:00Z");
     expect(statementParams([[1, null, "a b", true], "x", 7, [when], [[1, 2]], [{ k: 1 }], []])).toEqual([

@@ -158,13 +158,40 @@ export function createProjectionStore(schema: ReadModelSchema) {
      * The narrow positions table takes every scan; the assets row is touched
      * only by an asset's first position (`scanned`, which makes it a report
      * row), inserted as a stub when catalog's event has not arrived yet.
+     *
+     * Almost every row of a batch advances a stored position: those go through
+     * a plain UPDATE, which costs less than INSERT ... ON CONFLICT (no
+     * speculative probe, no row-lock WAL record before each update: 1-2 µs a
+     * row of 20-26). The few it did not change (an asset's first position, or
+     * a row no newer than the stored one) then take the upsert, which inserts
+     * the first and leaves the other alone.
      */
-    async upsertPositions(tx: SqlRunner, rows: PositionRow[]): Promise<number> {
-      if (!rows.length) return 0;
+    async upsertPositions(tx: SqlRunner, rows: PositionRow[]): Promise<void> {
+      if (!rows.length) return;
       // arrived_at (alerts seed their state from it when an organization turns
-      // them on): a stay that goes on keeps the stored arrival. The read of the
-      // stored row is safe: only the leader's tracking consumer writes here.
-      return tx.$executeRawUnsafe(
+      // them on): a stay that goes on keeps the stored arrival.
+      const columns = unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues");
+      const left = await tx.$queryRawUnsafe<Array<{ i: number }>>(
+        `WITH input AS (
+           SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::bool[])
+                         WITH ORDINALITY AS u(org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at, continues, i)
+         ), advanced AS (
+           UPDATE ${t("positions")} AS t
+              SET location_id = i.location_id, last_seen_at = i.last_seen_at, last_seen_seq = i.last_seen_seq,
+                  arrived_at = CASE WHEN i.continues AND t.location_id = i.location_id THEN t.arrived_at ELSE i.arrived_at END
+             FROM input i
+            WHERE t.org_id = i.org_id AND t.asset_id = i.asset_id
+              AND ${newerSql({ at: "t.last_seen_at", seq: "t.last_seen_seq" }, { at: "i.last_seen_at", seq: "i.last_seen_seq" })}
+           RETURNING t.org_id, t.asset_id
+         )
+         SELECT i.i::int AS i FROM input i
+          WHERE NOT EXISTS (SELECT 1 FROM advanced a WHERE a.org_id = i.org_id AND a.asset_id = i.asset_id)`,
+        ...columns,
+      );
+      if (!left.length) return;
+      const rest = left.map(({ i }) => rows[i - 1]!);
+      // The read of the stored row is safe: only the leader's tracking consumer writes here.
+      await tx.$executeRawUnsafe(
         `WITH input AS (
            SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::bool[])
                     AS u(org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at, continues)
@@ -183,7 +210,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
          INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)
          SELECT org_id, asset_id, true FROM placed WHERE first ORDER BY org_id, asset_id
          ON CONFLICT (org_id, asset_id) DO UPDATE SET scanned = true WHERE NOT a.scanned`,
-        ...unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
+        ...unnestColumns(rest, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
       );
     },
   };

@@ -6,7 +6,9 @@
 import { z } from "zod";
 import { AssetPositionEvent, AssetView, LocationView, OrgSettingsRecord, parseRfc3339, TagRecord, TagView } from "@whereabouts/shared";
 
-export const Instant = z.string().refine((text) => parseRfc3339(text) !== null, "must be an RFC 3339 timestamp");
+/** The instants reporting accepts (the Instant schema's rule, also checked on its own where a message was already parsed). */
+export const isReportingInstant = (text: string): boolean => parseRfc3339(text) !== null;
+export const Instant = z.string().refine(isReportingInstant, "must be an RFC 3339 timestamp");
 
 const eventBase = {
   version: z.literal(1),

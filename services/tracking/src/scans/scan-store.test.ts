@@ -1,0 +1,124 @@
+/**
+ * The scan batch statement's history rows against a real database: rows after
+ * the asset's stored history go in without ON CONFLICT, the others (and every
+ * row of an asset's first batch) through it, so a row at the instant of a
+ * stored one still becomes the next tie. Also when another transaction writes
+ * the same asset at the same instant meanwhile: the row lock orders them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { epochMicros } from "@whereabouts/shared";
+import { type TestDatabase } from "@whereabouts/shared/testing";
+import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
+import { createTrackingClient, inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
+import { MAX_TIES, recordScans, type ScanRow } from "./scan-store.ts";
+
+let database: TestDatabase;
+let db: TrackingClient;
+const ORG = 1;
+const base = Date.parse("2026-11-20T10:00:00.000Z");
+const at = (seconds: number) => new Date(base + seconds * 1000).toISOString().replace("Z", "000Z");
+
+beforeAll(async () => {
+  database = await createMigratedDatabase("tracking_scan_store");
+  db = createTrackingClient(database.url, 3);
+}, 60_000);
+
+afterAll(async () => {
+  await db?.$disconnect();
+  await database?.drop();
+});
+
+let ord = 0;
+const scan = (assetId: number, seconds: number, locationId = 10): ScanRow => ({
+  orgId: ORG,
+  assetId,
+  observedAt: at(seconds),
+  observedUs: epochMicros(at(seconds)),
+  locationId,
+  ord: ord++,
+  keep: true,
+});
+
+/** The asset's history as (seconds, tie, location), oldest first. */
+async function historyOf(assetId: number): Promise<Array<[number, number, number]>> {
+  const rows = await query<{ key: string; location_id: number }>(
+    db,
+    `SELECT observed_key::text AS key, location_id FROM tracking.history WHERE org_id = $1 AND asset_id = $2 ORDER BY observed_key`,
+    [ORG, assetId],
+  );
+  return rows.map((r) => {
+    const key = BigInt(r.key);
+    const micros = key / BigInt(MAX_TIES);
+    return [Number(micros - BigInt(base) * 1000n) / 1e6, Number(key % BigInt(MAX_TIES)), r.location_id];
+  });
+}
+
+/** Waits until `n` backends of this database wait on a lock (polled: the condition, not a time, ends it). */
+async function lockWaiters(n: number): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const [row] = await query<{ n: number }>(
+      db,
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (row!.n === n) return;
+    if (tries > 1000) throw new Error(`expected ${n} lock waiters, saw ${row!.n}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe("history rows of a scan batch", () => {
+  it("writes rows after the stored history plainly and the others through ON CONFLICT, ties included", async () => {
+    await inTransaction(db, (tx) => recordScans(tx, [scan(1, 10), scan(1, 20)]));
+    const [held] = await query<{ prev: string | null; at: string }>(
+      db,
+      `SELECT history_prev_at::text AS prev, history_at::text AS at FROM tracking.positions WHERE org_id = $1 AND asset_id = 1`,
+      [ORG],
+    );
+    // Inserted by the batch: no earlier history instant.
+    expect(held?.prev).toBeNull();
+
+    // After the stored rows (30), at a stored instant (20: the next tie), before them without a collision (5),
+    // and twice at a new instant inside the batch (40, 40: ties 0 and 1).
+    await inTransaction(db, (tx) => recordScans(tx, [scan(1, 30, 11), scan(1, 20, 12), scan(1, 5, 13), scan(1, 40, 14), scan(1, 40, 15)]));
+    expect(await historyOf(1)).toEqual([
+      [5, 0, 13],
+      [10, 0, 10],
+      [20, 0, 10],
+      [20, 1, 12],
+      [30, 0, 11],
+      [40, 0, 14],
+      [40, 1, 15],
+    ]);
+    const [after] = await query<{ prev: string; count: number }>(
+      db,
+      `SELECT to_char(history_prev_at AT TIME ZONE 'UTC', 'HH24:MI:SS') AS prev, history_count AS count
+         FROM tracking.positions WHERE org_id = $1 AND asset_id = 1`,
+      [ORG],
+    );
+    expect(after).toEqual({ prev: "10:00:20", count: 7 });
+  });
+
+  it("orders two transactions writing one asset at one instant by its position row: the second's row becomes a tie", async () => {
+    await inTransaction(db, (tx) => recordScans(tx, [scan(2, 1)]));
+    let releaseFirst!: () => void;
+    const firstMayCommit = new Promise<void>((resolve) => (releaseFirst = resolve));
+    let firstWrote!: () => void;
+    const wrote = new Promise<void>((resolve) => (firstWrote = resolve));
+    const first = inTransaction(db, async (tx) => {
+      await recordScans(tx, [scan(2, 50, 21)]);
+      firstWrote();
+      await firstMayCommit;
+    });
+    await wrote;
+    // Blocks on asset 2's position row until the first commits; then reads the history instant it left.
+    const second = inTransaction(db, (tx) => recordScans(tx, [scan(2, 50, 22)]));
+    await lockWaiters(1);
+    releaseFirst();
+    await Promise.all([first, second]);
+    expect(await historyOf(2)).toEqual([
+      [1, 0, 10],
+      [50, 0, 21],
+      [50, 1, 22],
+    ]);
+  });
+});
