@@ -21,6 +21,13 @@ export interface SnapshotTagRow extends Omit<TagRow, "version" | "deletedAt"> {
   assetVersion: number;
 }
 
+/** A batch's positions as statement parameters, and the SQL that reads them back (`i`: each row's place, from 1). */
+const positionColumns = (rows: PositionRow[]) => unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues");
+const POSITION_INPUT = `unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::bool[]) WITH ORDINALITY
+   AS u(org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at, continues, i)`;
+/** arrived_at of position `i` against the stored row `stored`: a stay that goes on keeps the stored arrival. */
+const arrivalSql = (stored: string) => `CASE WHEN i.continues AND ${stored}.location_id = i.location_id THEN ${stored}.arrived_at ELSE i.arrived_at END`;
+
 export function createProjectionStore(schema: ReadModelSchema) {
   const t = (table: Exclude<(typeof READ_MODEL_TABLES)[number], "counts">) => `"${schema}"."${table}"`;
   /** Bounds the walk up the tree, so even corrupt data could not loop forever. */
@@ -168,17 +175,13 @@ export function createProjectionStore(schema: ReadModelSchema) {
      */
     async upsertPositions(tx: SqlRunner, rows: PositionRow[]): Promise<void> {
       if (!rows.length) return;
-      // arrived_at (alerts seed their state from it when an organization turns
-      // them on): a stay that goes on keeps the stored arrival.
-      const columns = unnestColumns(rows, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues");
+      // arrived_at (alerts seed their state from it when an organization turns them on): arrivalSql.
       const left = await tx.$queryRawUnsafe<Array<{ i: number }>>(
         `WITH input AS (
-           SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::bool[])
-                         WITH ORDINALITY AS u(org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at, continues, i)
+           SELECT * FROM ${POSITION_INPUT}
          ), advanced AS (
            UPDATE ${t("positions")} AS t
-              SET location_id = i.location_id, last_seen_at = i.last_seen_at, last_seen_seq = i.last_seen_seq,
-                  arrived_at = CASE WHEN i.continues AND t.location_id = i.location_id THEN t.arrived_at ELSE i.arrived_at END
+              SET location_id = i.location_id, last_seen_at = i.last_seen_at, last_seen_seq = i.last_seen_seq, arrived_at = ${arrivalSql("t")}
              FROM input i
             WHERE t.org_id = i.org_id AND t.asset_id = i.asset_id
               AND ${newerSql({ at: "t.last_seen_at", seq: "t.last_seen_seq" }, { at: "i.last_seen_at", seq: "i.last_seen_seq" })}
@@ -186,19 +189,16 @@ export function createProjectionStore(schema: ReadModelSchema) {
          )
          SELECT i.i::int AS i FROM input i
           WHERE NOT EXISTS (SELECT 1 FROM advanced a WHERE a.org_id = i.org_id AND a.asset_id = i.asset_id)`,
-        ...columns,
+        ...positionColumns(rows),
       );
       if (!left.length) return;
-      const rest = left.map(({ i }) => rows[i - 1]!);
       // The read of the stored row is safe: only the leader's tracking consumer writes here.
       await tx.$executeRawUnsafe(
         `WITH input AS (
-           SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::bool[])
-                    AS u(org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at, continues)
+           SELECT * FROM ${POSITION_INPUT}
          ), placed AS (
            INSERT INTO ${t("positions")} AS t (org_id, asset_id, location_id, last_seen_at, last_seen_seq, arrived_at)
-           SELECT i.org_id, i.asset_id, i.location_id, i.last_seen_at, i.last_seen_seq,
-                  CASE WHEN i.continues AND s.location_id = i.location_id THEN s.arrived_at ELSE i.arrived_at END
+           SELECT i.org_id, i.asset_id, i.location_id, i.last_seen_at, i.last_seen_seq, ${arrivalSql("s")}
              FROM input i LEFT JOIN ${t("positions")} s ON s.org_id = i.org_id AND s.asset_id = i.asset_id
             ORDER BY i.org_id, i.asset_id
            ON CONFLICT (org_id, asset_id) DO UPDATE
@@ -210,7 +210,7 @@ export function createProjectionStore(schema: ReadModelSchema) {
          INSERT INTO ${t("assets")} AS a (org_id, asset_id, scanned)
          SELECT org_id, asset_id, true FROM placed WHERE first ORDER BY org_id, asset_id
          ON CONFLICT (org_id, asset_id) DO UPDATE SET scanned = true WHERE NOT a.scanned`,
-        ...unnestColumns(rest, "orgId", "assetId", "locationId", "observedAt", "seq", "arrivedAt", "continues"),
+        ...positionColumns(left.map(({ i }) => rows[i - 1]!)),
       );
     },
   };

@@ -6,17 +6,17 @@
  * the same asset at the same instant meanwhile: the row lock orders them.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { epochMicros } from "@whereabouts/shared";
-import { type TestDatabase } from "@whereabouts/shared/testing";
+import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { createTrackingClient, inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
 import { MAX_TIES, recordScans, type ScanRow } from "./scan-store.ts";
+import { scanRows } from "../testing/scan-rows.ts";
 
 let database: TestDatabase;
 let db: TrackingClient;
 const ORG = 1;
-const base = Date.parse("2026-11-20T10:00:00.000Z");
-const at = (seconds: number) => new Date(base + seconds * 1000).toISOString().replace("Z", "000Z");
+const rows = scanRows();
+const base = rows.base;
 
 beforeAll(async () => {
   database = await createMigratedDatabase("tracking_scan_store");
@@ -28,16 +28,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-let ord = 0;
-const scan = (assetId: number, seconds: number, locationId = 10): ScanRow => ({
-  orgId: ORG,
-  assetId,
-  observedAt: at(seconds),
-  observedUs: epochMicros(at(seconds)),
-  locationId,
-  ord: ord++,
-  keep: true,
-});
+const scan = (assetId: number, seconds: number, locationId = 10): ScanRow => rows.row(ORG, assetId, seconds, locationId);
 
 /** The asset's history as (seconds, tie, location), oldest first. */
 async function historyOf(assetId: number): Promise<Array<[number, number, number]>> {
@@ -53,17 +44,15 @@ async function historyOf(assetId: number): Promise<Array<[number, number, number
   });
 }
 
-/** Waits until `n` backends of this database wait on a lock (polled: the condition, not a time, ends it). */
+/** Waits until `n` backends of this database wait on a lock. */
 async function lockWaiters(n: number): Promise<void> {
-  for (let tries = 0; ; tries++) {
+  await eventually(async () => {
     const [row] = await query<{ n: number }>(
       db,
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
     );
-    if (row!.n === n) return;
-    if (tries > 1000) throw new Error(`expected ${n} lock waiters, saw ${row!.n}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+    return row!.n === n ? true : undefined;
+  });
 }
 
 describe("history rows of a scan batch", () => {

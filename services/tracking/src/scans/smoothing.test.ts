@@ -9,15 +9,14 @@ import { type TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../../../../scripts/migrated-test-database.ts";
 import { createTrackingClient, inTransaction, query, type TrackingClient } from "../db/tracking-db.ts";
 import { recordScans, type ScanRow } from "./scan-store.ts";
-import { epochMicros } from "@whereabouts/shared";
 import { createSmoother, type Smoother } from "./smoothing.ts";
+import { scanRows } from "../testing/scan-rows.ts";
 
 let database: TestDatabase;
 let db: TrackingClient;
 const SMOOTHED = 1;
 const UNSMOOTHED = 2;
-const base = Date.parse("2026-11-20T10:00:00.000Z");
-const at = (seconds: number) => new Date(base + seconds * 1000).toISOString().replace("Z", "000Z");
+const { base, row: scanRow } = scanRows();
 
 beforeAll(async () => {
   database = await createMigratedDatabase("tracking_smoothing");
@@ -30,18 +29,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
-let ord = 0;
 type Read = [assetId: number, seconds: number, locationId: number];
 
-const row = (orgId: number, [assetId, seconds, locationId]: Read): ScanRow => ({
-  orgId,
-  assetId,
-  observedAt: at(seconds),
-  observedUs: epochMicros(at(seconds)),
-  locationId,
-  ord: ord++,
-  keep: true,
-});
+const row = (orgId: number, [assetId, seconds, locationId]: Read): ScanRow => scanRow(orgId, assetId, seconds, locationId);
 
 /** The organizations' windows, as a scan batch reads them with the organizations. */
 async function windows(): Promise<Map<number, number>> {
