@@ -36,6 +36,9 @@ ENV NODE_ENV=production
 # The image's unprivileged "node" user (uid 1000; the manifests' runAsUser).
 # tini as PID 1: forwards SIGTERM to node (graceful shutdown) and reaps zombies.
 ENTRYPOINT ["/usr/bin/tini", "--"]
+# Services start with V8's old-generation limit at 64 MB, as `npm start` does
+# (packages/shared/src/node-flags.ts: a full collection every half second under
+# ingest otherwise); the container's memory limit sizes the heap's maximum.
 
 FROM runtime AS gateway
 COPY --from=build /pruned/gateway/json/ ./
@@ -43,7 +46,7 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && n
 COPY --from=build /app/services/gateway/dist services/gateway/dist
 USER node
 EXPOSE 8080 9464
-CMD ["node", "--enable-source-maps", "services/gateway/dist/main.js"]
+CMD ["node", "--enable-source-maps", "--initial-old-space-size=64", "services/gateway/dist/main.js"]
 
 FROM runtime AS catalog
 COPY --from=build /pruned/catalog/json/ ./
@@ -51,7 +54,7 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && n
 COPY --from=build /app/services/catalog/dist services/catalog/dist
 USER node
 EXPOSE 9464
-CMD ["node", "--enable-source-maps", "services/catalog/dist/main.js"]
+CMD ["node", "--enable-source-maps", "--initial-old-space-size=64", "services/catalog/dist/main.js"]
 
 FROM runtime AS tracking
 COPY --from=build /pruned/tracking/json/ ./
@@ -59,7 +62,7 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && n
 COPY --from=build /app/services/tracking/dist services/tracking/dist
 USER node
 EXPOSE 9464
-CMD ["node", "--enable-source-maps", "services/tracking/dist/main.js"]
+CMD ["node", "--enable-source-maps", "--initial-old-space-size=64", "services/tracking/dist/main.js"]
 
 FROM runtime AS reporting
 COPY --from=build /pruned/reporting/json/ ./
@@ -67,7 +70,7 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && n
 COPY --from=build /app/services/reporting/dist services/reporting/dist
 USER node
 EXPOSE 9464
-CMD ["node", "--enable-source-maps", "services/reporting/dist/main.js"]
+CMD ["node", "--enable-source-maps", "--initial-old-space-size=64", "services/reporting/dist/main.js"]
 
 # The migrator: the shared package's production dependencies, its bundle and the migrations.
 FROM runtime AS migrate

@@ -19,12 +19,12 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { serviceUnavailable } from "./errors.ts";
 import { catalogWrittenSubject, CATALOG_WRITTEN_ALL, STREAMS } from "./subjects.ts";
+import { utf8Bytes } from "./nats.ts";
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export function announceCatalogWrite(nc: NatsConnection, orgId: number, seq: number): void {
-  nc.publish(catalogWrittenSubject(orgId), encoder.encode(String(seq)));
+  nc.publish(catalogWrittenSubject(orgId), utf8Bytes(String(seq)));
 }
 
 export interface CatalogWatermarks {

@@ -7,11 +7,13 @@ import {
   callRpcRaw,
   connectNats,
   decodeRpcReply,
+  decodeJson,
   encodeJson,
   ensureStreams,
   natsConnected,
   pingService,
   serveRpc,
+  utf8Bytes,
   type NatsConnection,
 } from "./nats.ts";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -44,6 +46,24 @@ afterAll(async () => {
   await server?.close();
   await client?.close();
   await nats?.destroy();
+});
+
+describe("encodeJson / utf8Bytes", () => {
+  it("writes UTF-8 that decodes to the same value, small (pooled) and large alike", () => {
+    const small = { name: "Gabelstapler Ø 3 – 🚜", n: 1 };
+    const large = { items: Array.from({ length: 2000 }, (_, i) => `Régal ${i} 🏷`) };
+    for (const value of [small, large]) {
+      const bytes = encodeJson(value);
+      expect(bytes).toBeInstanceOf(Uint8Array);
+      expect(new Uint8Array(bytes)).toEqual(new TextEncoder().encode(JSON.stringify(value)));
+      expect(decodeJson(bytes)).toEqual(value);
+    }
+    // Two small encodings share Buffer's pool: neither overwrites the other.
+    const a = utf8Bytes("first");
+    const b = utf8Bytes("second");
+    expect(new TextDecoder().decode(a)).toBe("first");
+    expect(new TextDecoder().decode(b)).toBe("second");
+  });
 });
 
 describe("serveRpc / callRpc", () => {

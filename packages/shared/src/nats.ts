@@ -32,9 +32,14 @@ import { formatTraceparent, newTrace, parseTraceparent } from "./tracing.ts";
 
 export type { NatsConnection, MsgHdrs };
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-export const encodeJson = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value));
+/**
+ * Text as UTF-8 bytes for a message. Buffer.from, not TextEncoder: on Node 20
+ * TextEncoder.encode costs about 4 ns a byte (375 us for a 90 KB positions
+ * message), Buffer.from about a tenth of that. A Buffer is a Uint8Array.
+ */
+export const utf8Bytes = (text: string): Uint8Array => Buffer.from(text, "utf8");
+export const encodeJson = (value: unknown): Uint8Array => utf8Bytes(JSON.stringify(value));
 export const decodeJson = (data: Uint8Array): unknown => JSON.parse(decoder.decode(data));
 
 export async function connectNats(options: {
@@ -237,7 +242,7 @@ export function respondRpc(msg: Msg, reply: RpcReply, requestId: string, tracepa
   const names = Object.keys(reply.headers);
   if (names.length) headers.set(HEADER_RPC_HEADERS, JSON.stringify(reply.headers));
   const { body } = reply;
-  let data = body === undefined ? EMPTY : body instanceof JsonText ? encoder.encode(body.text) : encodeJson(body);
+  let data = body === undefined ? EMPTY : body instanceof JsonText ? utf8Bytes(body.text) : encodeJson(body);
   if (data.length > maxBytes) data = fitListReply(body instanceof JsonText ? JSON.parse(body.text) : body, maxBytes) ?? data;
   msg.respond(data, { headers });
 }

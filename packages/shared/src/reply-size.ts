@@ -5,8 +5,6 @@
  * `limit` says so (the spec's list envelope: "limit: page size honored"), so
  * the client pages on from offset + limit and sees every row.
  */
-const encoder = new TextEncoder();
-
 interface ListBody {
   data: unknown[];
   limit: number;
@@ -33,16 +31,16 @@ export function replyHeaderRoom(requestId: string): number {
  */
 export function fitListReply(body: unknown, maxBytes: number): Uint8Array | undefined {
   if (!isListBody(body) || body.data.length === 0) return undefined;
-  const base = encoder.encode(JSON.stringify({ ...body, data: [] })).length + 16;
+  const base = Buffer.byteLength(JSON.stringify({ ...body, data: [] })) + 16;
   let size = base;
   let rows = 0;
   for (const item of body.data) {
-    const next = size + encoder.encode(JSON.stringify(item)).length + 1;
+    const next = size + Buffer.byteLength(JSON.stringify(item)) + 1;
     if (next > maxBytes) break;
     size = next;
     rows++;
   }
   if (rows === 0) return undefined;
-  const encoded = encoder.encode(JSON.stringify({ ...body, data: body.data.slice(0, rows), limit: rows }));
+  const encoded = Buffer.from(JSON.stringify({ ...body, data: body.data.slice(0, rows), limit: rows }));
   return encoded.length <= maxBytes ? encoded : undefined;
 }

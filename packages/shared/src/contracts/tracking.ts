@@ -94,8 +94,17 @@ export const AssetPositionEvent = z.object({
 });
 export type AssetPositionEvent = z.infer<typeof AssetPositionEvent>;
 
-/** At most this many positions per batch message (about 150 bytes each: well under max_payload). */
+/** At most this many positions per batch message a consumer accepts (about 180 bytes each: well under max_payload). */
 export const POSITION_BATCH_MAX = 1000;
+/**
+ * How many positions tracking puts in one message: fewer than it may hold, so
+ * that a message, as JSON text and as bytes, stays under 128 KiB (230 bytes an
+ * item at most). Above that V8 places a string in its large-object space, a
+ * fresh mapping each time: decoding a 1,000-item message (179 KB) took 1.3 ms
+ * in each consumer against 0.02 ms for 700 items, and each one grew the old
+ * generation towards its next full collection.
+ */
+export const POSITION_BATCH_ITEMS = 500;
 
 /**
  * What tracking publishes: on `tracking.events.<org_id>.asset.positions`, the

@@ -25,6 +25,7 @@ import {
   type OrgSettingsRecord,
   type ScanPointView,
   type TagRecord,
+  utf8Bytes,
 } from "@whereabouts/shared";
 import type { z } from "zod";
 import { execute, inTransaction, query, queryOne, type CatalogClient, type Db, type Tx } from "../db/catalog-db.ts";
@@ -56,7 +57,6 @@ export type PublishFn = (subject: string, payload: Uint8Array, msgId: string) =>
  */
 export type AnnounceFn = (orgId: number, seq: number) => void;
 
-const encoder = new TextEncoder();
 const roundAll = (times: Record<string, number>) => Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)]));
 /** Outbox rows per INSERT (four parameters each, well under the protocol's 65,535). */
 const RECORD_ROWS = 1000;
@@ -423,7 +423,7 @@ export function createEventPublisher(deps: {
    */
   async function publishCommitted(events: PendingEvent[]): Promise<void> {
     const results = await Promise.allSettled(
-      events.map((event) => publish(event.subject, encoder.encode(event.json), event.eventId)),
+      events.map((event) => publish(event.subject, utf8Bytes(event.json), event.eventId)),
     );
     const done: string[] = [];
     const published: Array<{ orgId: number; seq: number }> = [];

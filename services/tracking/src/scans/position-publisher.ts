@@ -2,9 +2,9 @@
  * Announces position changes on TRACKING: per asset, `moved` when the
  * location changed, `seen` when only the last-seen time advanced, each the
  * asset's newest state in the batch; grouped into one `asset.positions`
- * message per organization (chunked at POSITION_BATCH_MAX). A message per
+ * message per organization (chunked at POSITION_BATCH_ITEMS). A message per
  * asset made JetStream store, deliver and track the acks of tens of thousands
- * of messages a second at full ingest; a batch message carries a thousand.
+ * of messages a second at full ingest; a batch message carries hundreds.
  * The Nats-Msg-Id is a digest of the content, so publishing the same batch
  * again de-duplicates; a redelivered batch grouped differently is applied
  * again, which consumers make harmless (newer states only).
@@ -19,7 +19,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import {
   createAckedPublisher,
   encodeJson,
-  POSITION_BATCH_MAX,
+  POSITION_BATCH_ITEMS,
   POSITION_BATCH_VERB,
   trackingEventSubject,
   type AssetPositionBatch,
@@ -70,10 +70,10 @@ export function positionBatches(events: Array<{ state: PositionState; verb: Posi
   }
   const out: Array<{ subject: string; batch: AssetPositionBatch }> = [];
   for (const [orgId, items] of byOrg) {
-    for (let i = 0; i < items.length; i += POSITION_BATCH_MAX) {
+    for (let i = 0; i < items.length; i += POSITION_BATCH_ITEMS) {
       out.push({
         subject: trackingEventSubject(orgId, "asset", POSITION_BATCH_VERB),
-        batch: { version: 1, org_id: orgId, positions: items.slice(i, i + POSITION_BATCH_MAX) },
+        batch: { version: 1, org_id: orgId, positions: items.slice(i, i + POSITION_BATCH_ITEMS) },
       });
     }
   }

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { AssetPositionBatch, encodeJson, positionEventsOf, POSITION_BATCH_ITEMS, POSITION_BATCH_MAX } from "@whereabouts/shared";
+import { positionBatches, type PositionVerb } from "./position-publisher.ts";
+import type { PositionState } from "./scan-store.ts";
+
+const change = (orgId: number, assetId: number, verb: PositionVerb = "seen"): { state: PositionState; verb: PositionVerb } => ({
+  state: { orgId, assetId, locationId: 7, observedAt: "2026-11-28T10:00:00.000001Z", seq: assetId, previousLocationId: verb === "seen" ? 7 : null },
+  verb,
+});
+
+describe("positionBatches", () => {
+  it("splits each organization's changes into messages of at most POSITION_BATCH_ITEMS, every change once and in order", () => {
+    const changes = [...Array.from({ length: 1234 }, (_, i) => change(1, i + 1)), ...Array.from({ length: 3 }, (_, i) => change(2, i + 1, "moved"))];
+    const batches = positionBatches(changes);
+    expect(batches.map((b) => [b.batch.org_id, b.batch.positions.length])).toEqual([
+      [1, POSITION_BATCH_ITEMS],
+      [1, POSITION_BATCH_ITEMS],
+      [1, 1234 - 2 * POSITION_BATCH_ITEMS],
+      [2, 3],
+    ]);
+    expect(batches.flatMap((b) => b.batch.positions.map((p) => p.asset_id))).toEqual([
+      ...Array.from({ length: 1234 }, (_, i) => i + 1),
+      1,
+      2,
+      3,
+    ]);
+    expect(batches.map((b) => b.subject)).toEqual([
+      "tracking.events.1.asset.positions",
+      "tracking.events.1.asset.positions",
+      "tracking.events.1.asset.positions",
+      "tracking.events.2.asset.positions",
+    ]);
+  });
+
+  it("keeps a full message of the widest items under 128 KiB, and consumers read it back", () => {
+    // Every number at its widest: ids are int4, seq a safe integer.
+    const widest = Array.from({ length: POSITION_BATCH_ITEMS }, () => ({
+      state: {
+        orgId: 2_147_483_647,
+        assetId: 2_147_483_647,
+        locationId: 2_147_483_647,
+        observedAt: "2026-11-28T10:00:00.123456Z",
+        seq: Number.MAX_SAFE_INTEGER,
+        previousLocationId: 2_147_483_646,
+      },
+      verb: "moved" as const,
+    }));
+    const [message, ...rest] = positionBatches(widest);
+    expect(rest).toEqual([]);
+    const data = encodeJson(message!.batch);
+    expect(data.length).toBeLessThan(128 * 1024);
+    expect(AssetPositionBatch.safeParse(JSON.parse(Buffer.from(data).toString("utf8"))).success).toBe(true);
+    expect(positionEventsOf(message!.subject, JSON.parse(Buffer.from(data).toString("utf8")))).toHaveLength(POSITION_BATCH_ITEMS);
+  });
+
+  it("produces no more than consumers accept", () => {
+    expect(POSITION_BATCH_ITEMS).toBeLessThanOrEqual(POSITION_BATCH_MAX);
+  });
+});
