@@ -214,6 +214,17 @@ describe("scan ingestion", () => {
     expect(events.map((e) => e.verb)).toEqual(Array(12).fill("moved"));
     expect(new Set(events.map((e) => e.event.asset_id)).size).toBe(12);
     expect((await orgMessages()) - before).toBe(1);
+
+    // Read again at the same place: sightings, in one message outside catalog's filter (asset.*).
+    const sightingsBefore = (await readStream(stack.nc, "TRACKING", `tracking.events.${orgId}.sightings.positions`)).length;
+    await publishScan(stack.nc, orgId, scan("2026-03-04T00:00:01Z", { id: location.id }, tags));
+    const seen = await eventually(async () => {
+      const all = await positionEvents(stack.nc, orgId);
+      return all.length >= eventsBefore + 24 ? all.slice(eventsBefore + 12) : undefined;
+    });
+    expect(seen.map((e) => e.verb)).toEqual(Array(12).fill("seen"));
+    expect((await readStream(stack.nc, "TRACKING", `tracking.events.${orgId}.sightings.positions`)).length - sightingsBefore).toBe(1);
+    expect((await orgMessages()) - before).toBe(1);
   });
 
   it("orders more than 16 scans of one asset at one microsecond no further: the 17th is dead-lettered", async () => {

@@ -107,10 +107,13 @@ export const POSITION_BATCH_MAX = 1000;
 export const POSITION_BATCH_ITEMS = 500;
 
 /**
- * What tracking publishes: on `tracking.events.<org_id>.asset.positions`, the
- * newest state of each asset one ingestion batch touched, `moved` when its
- * location changed, `seen` when only its last-seen time advanced. One message
- * per organization per batch (chunked at POSITION_BATCH_MAX), instead of one
+ * What tracking publishes: the newest state of each asset one ingestion batch
+ * touched, `moved` when its location changed (on
+ * `tracking.events.<org_id>.asset.positions`), `seen` when only its last-seen
+ * time advanced (on `tracking.events.<org_id>.sightings.positions`: outside
+ * `asset.*`, so catalog's consumer, which needs moves only, is never handed
+ * the nine reads in ten that move nothing). Per organization per batch, one
+ * message of each (chunked at POSITION_BATCH_ITEMS), instead of one
  * per asset: at 50,000 reads/s that is tens of messages a second rather than
  * tens of thousands. Each item reads like an AssetPositionEvent; consumers
  * also still accept the per-asset `asset.moved` / `asset.seen` form.
@@ -126,6 +129,11 @@ export const AssetPositionBatch = z.object({
 });
 export type AssetPositionBatch = z.infer<typeof AssetPositionBatch>;
 export const POSITION_BATCH_VERB = "positions";
+/** The entity token of the subject that carries `seen` positions only (see AssetPositionBatch). */
+export const SIGHTINGS_ENTITY = "sightings";
+/** A TRACKING subject (in contract terms) that carries positions: batches of moves or of sightings, or the per-asset form. */
+export const isPositionSubject = (subject: string): boolean =>
+  /^tracking\.events\.[^.]+\.(asset\.(moved|seen|positions)|sightings\.positions)$/.test(subject);
 /**
  * Bytes a TRACKING consumer takes per batch (ConsumerSpec.maxBatchBytes), and
  * messages it pulls at once (pullMessages): a positions message carries up to

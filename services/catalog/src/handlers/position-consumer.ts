@@ -30,7 +30,8 @@ import type { CatalogClient } from "../db/catalog-db.ts";
 export const POSITION_CONSUMER: ConsumerSpec = {
   stream: STREAMS.TRACKING.name,
   durable: DURABLES.catalogTracking,
-  // One filter (nats-server 2.9 takes no list): `asset.seen` messages are acked unread.
+  // One filter (nats-server 2.9 takes no list): sightings are published outside it (`sightings.positions`),
+  // and the older per-asset `asset.seen` messages are read and skipped.
   filterSubjects: ["tracking.events.*.asset.*"],
   ackWaitMs: 30_000,
   maxDeliver: 20,

@@ -17,6 +17,18 @@ describe("ProjectionBatch", () => {
     expect(batch.events).toBe(3);
   });
 
+  it("reads batches of moves (asset.positions) and of sightings (sightings.positions), and nothing else of the kind", () => {
+    const item = (asset_id: number, seq: number, verb: "moved" | "seen") => ({
+      event_id: `${verb}:1:${asset_id}:${seq}`, asset_id, location_id: 4, observed_at: "2026-11-20T10:00:00Z", seq, previous_location_id: verb === "seen" ? 4 : 3, verb,
+    });
+    const batch = new ProjectionBatch();
+    expect(batch.add("tracking", "tracking.events.1.asset.positions", encodeJson({ version: 1, org_id: 1, positions: [item(1, 1, "moved")] }))).toBe(true);
+    expect(batch.add("tracking", "tracking.events.1.sightings.positions", encodeJson({ version: 1, org_id: 1, positions: [item(2, 2, "seen"), item(3, 3, "seen")] }))).toBe(true);
+    expect(batch.add("tracking", "tracking.events.1.sightings.other", encodeJson({ version: 1, org_id: 1, positions: [item(4, 4, "seen")] }))).toBe(false);
+    expect(batch.size).toBe(3);
+    expect(batch.moves.map((m) => m.asset_id)).toEqual([1]);
+  });
+
   it("ignores other subjects and location tags; rejects unusable payloads", () => {
     const batch = new ProjectionBatch();
     expect(batch.add("tracking", "tracking.events.1.scan.ingested", encodeJson({}))).toBe(false);

@@ -3,7 +3,7 @@
  * the newest event per entity (and per asset position), then written in one
  * transaction. The same code serves the live durable consumers and the rebuild.
  */
-import { catalogEventsOf, decodeJson, epochMicros, isNewer, positionEventsOf, toMicroPrecision, type AssetPositionEvent } from "@whereabouts/shared";
+import { catalogEventsOf, decodeJson, epochMicros, isNewer, isPositionSubject, positionEventsOf, toMicroPrecision, type AssetPositionEvent } from "@whereabouts/shared";
 import type { SqlRunner } from "../reporting-db.ts";
 import type { ProjectionStore, SnapshotTagRow } from "./projection-store.ts";
 import {
@@ -24,8 +24,6 @@ export class PoisonMessageError extends Error {
 
 export type StreamKind = "catalog" | "tracking";
 
-/** Position messages are the only TRACKING subjects the read model uses (batches, or the per-asset form). */
-const POSITION_SUBJECT = /^tracking\.events\.[^.]+\.asset\.(moved|seen|positions)$/;
 const CATALOG_ENTITIES = new Set(["asset", "location", "tag", "settings"]);
 
 const keyOf = (orgId: number, id: number) => `${orgId}:${id}`;
@@ -168,7 +166,8 @@ export class ProjectionBatch {
   }
 
   private addTracking(subject: string, json: unknown): boolean {
-    if (!POSITION_SUBJECT.test(subject)) return false;
+    // Position messages are the only TRACKING subjects the read model uses.
+    if (!isPositionSubject(subject)) return false;
     const events = positionEventsOf(subject, json);
     if (!events) throw new PoisonMessageError(`bad position message on ${subject}`);
     // The message's schema was checked by positionEventsOf; what reporting adds to it (ReportingPositionEvent) is

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AssetPositionBatch, encodeJson, positionEventsOf, POSITION_BATCH_ITEMS, POSITION_BATCH_MAX } from "@whereabouts/shared";
+import { AssetPositionBatch, encodeJson, isPositionSubject, positionEventsOf, POSITION_BATCH_ITEMS, POSITION_BATCH_MAX } from "@whereabouts/shared";
 import { positionBatches, type PositionVerb } from "./position-publisher.ts";
 import type { PositionState } from "./scan-store.ts";
 
@@ -25,11 +25,25 @@ describe("positionBatches", () => {
       3,
     ]);
     expect(batches.map((b) => b.subject)).toEqual([
-      "tracking.events.1.asset.positions",
-      "tracking.events.1.asset.positions",
-      "tracking.events.1.asset.positions",
+      "tracking.events.1.sightings.positions",
+      "tracking.events.1.sightings.positions",
+      "tracking.events.1.sightings.positions",
       "tracking.events.2.asset.positions",
     ]);
+  });
+
+  it("sends moves on asset.positions and sightings on sightings.positions, never in one message", () => {
+    const changes = [change(1, 1, "moved"), change(1, 2), change(1, 3, "moved"), change(1, 4), change(2, 5)];
+    const batches = positionBatches(changes);
+    expect(batches.map((b) => [b.subject, b.batch.positions.map((p) => [p.asset_id, p.verb])])).toEqual([
+      ["tracking.events.1.asset.positions", [[1, "moved"], [3, "moved"]]],
+      ["tracking.events.1.sightings.positions", [[2, "seen"], [4, "seen"]]],
+      ["tracking.events.2.sightings.positions", [[5, "seen"]]],
+    ]);
+    // Catalog's consumer (filter tracking.events.*.asset.*) is handed the moves only; reporting reads both.
+    const catalogFilter = /^tracking\.events\.[^.]+\.asset\.[^.]+$/;
+    expect(batches.filter((b) => catalogFilter.test(b.subject)).flatMap((b) => b.batch.positions.map((p) => p.verb))).toEqual(["moved", "moved"]);
+    expect(batches.every((b) => isPositionSubject(b.subject))).toBe(true);
   });
 
   it("keeps a full message of the widest items under 128 KiB, and consumers read it back", () => {

@@ -1,8 +1,9 @@
 /**
  * Announces position changes on TRACKING: per asset, `moved` when the
  * location changed, `seen` when only the last-seen time advanced, each the
- * asset's newest state in the batch; grouped into one `asset.positions`
- * message per organization (chunked at POSITION_BATCH_ITEMS). A message per
+ * asset's newest state in the batch; the moves grouped into `asset.positions`
+ * messages per organization, the sightings into `sightings.positions` ones
+ * (catalog takes moves only), chunked at POSITION_BATCH_ITEMS. A message per
  * asset made JetStream store, deliver and track the acks of tens of thousands
  * of messages a second at full ingest; a batch message carries hundreds.
  * The Nats-Msg-Id is a digest of the content, so publishing the same batch
@@ -21,6 +22,7 @@ import {
   encodeJson,
   POSITION_BATCH_ITEMS,
   POSITION_BATCH_VERB,
+  SIGHTINGS_ENTITY,
   trackingEventSubject,
   type AssetPositionBatch,
   type AssetPositionEvent,
@@ -60,19 +62,24 @@ function positionItem(state: PositionState, verb: PositionVerb): AssetPositionIt
   };
 }
 
-/** The batch messages for a set of position changes: per organization, chunked. */
+/** The subject of a batch message of `verb` positions: moves on `asset.positions`, sightings on `sightings.positions`. */
+export const positionBatchSubject = (orgId: number, verb: PositionVerb) =>
+  trackingEventSubject(orgId, verb === "moved" ? "asset" : SIGHTINGS_ENTITY, POSITION_BATCH_VERB);
+
+/** The batch messages for a set of position changes: per organization, moves and sightings apart, chunked. */
 export function positionBatches(events: Array<{ state: PositionState; verb: PositionVerb }>): Array<{ subject: string; batch: AssetPositionBatch }> {
-  const byOrg = new Map<number, AssetPositionItem[]>();
+  const groups = new Map<string, { orgId: number; verb: PositionVerb; items: AssetPositionItem[] }>();
   for (const { state, verb } of events) {
-    let items = byOrg.get(state.orgId);
-    if (!items) byOrg.set(state.orgId, (items = []));
-    items.push(positionItem(state, verb));
+    const key = `${state.orgId}:${verb}`;
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { orgId: state.orgId, verb, items: [] }));
+    group.items.push(positionItem(state, verb));
   }
   const out: Array<{ subject: string; batch: AssetPositionBatch }> = [];
-  for (const [orgId, items] of byOrg) {
+  for (const { orgId, verb, items } of groups.values()) {
     for (let i = 0; i < items.length; i += POSITION_BATCH_ITEMS) {
       out.push({
-        subject: trackingEventSubject(orgId, "asset", POSITION_BATCH_VERB),
+        subject: positionBatchSubject(orgId, verb),
         batch: { version: 1, org_id: orgId, positions: items.slice(i, i + POSITION_BATCH_ITEMS) },
       });
     }

@@ -10,6 +10,7 @@ import {
   CatalogEvent,
   decodeJson,
   encodeJson,
+  isPositionSubject,
   positionEventsOf,
   scanSubject,
   STREAMS,
@@ -102,8 +103,8 @@ export async function deadLetters(nc: NatsConnection) {
 }
 
 export async function positionEvents(nc: NatsConnection, orgId: number) {
-  const messages = await readStream(nc, STREAMS.TRACKING.name, `tracking.events.${orgId}.asset.*`);
-  // Per asset, whichever form the message has (tracking publishes batches).
+  // Moves and sightings (tracking publishes them apart), per asset, whichever form the message has.
+  const messages = (await readStream(nc, STREAMS.TRACKING.name, `tracking.events.${orgId}.>`)).filter((m) => isPositionSubject(m.subject));
   return messages.flatMap((m) =>
     (positionEventsOf(m.subject, decodeJson(m.data)) ?? []).map(({ verb, ...event }) => ({ verb, event: event as AssetPositionEvent })),
   );
