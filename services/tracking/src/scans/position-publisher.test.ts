@@ -67,6 +67,17 @@ describe("positionBatches", () => {
     expect(positionEventsOf(message!.subject, JSON.parse(Buffer.from(data).toString("utf8")))).toHaveLength(POSITION_BATCH_ITEMS);
   });
 
+  it("writes each change as the asset's state, its event id made of verb, organization, asset and seq", () => {
+    const [message] = positionBatches([{ state: { orgId: 3, assetId: 41, locationId: 9, observedAt: "2026-11-28T10:00:00.000001Z", seq: 17, previousLocationId: 8 }, verb: "moved" }]);
+    expect(message!.batch).toEqual({
+      version: 1,
+      org_id: 3,
+      positions: [
+        { event_id: "moved:3:41:17", asset_id: 41, location_id: 9, observed_at: "2026-11-28T10:00:00.000001Z", seq: 17, previous_location_id: 8, verb: "moved" },
+      ],
+    });
+  });
+
   it("produces no more than consumers accept", () => {
     expect(POSITION_BATCH_ITEMS).toBeLessThanOrEqual(POSITION_BATCH_MAX);
   });

@@ -25,39 +25,21 @@ import {
   SIGHTINGS_ENTITY,
   trackingEventSubject,
   type AssetPositionBatch,
-  type AssetPositionEvent,
   type AssetPositionItem,
 } from "@whereabouts/shared";
 import type { PositionState } from "./scan-store.ts";
 
 export type PositionVerb = "moved" | "seen";
 
-export function positionEvent(state: PositionState, verb: PositionVerb): { subject: string; event: AssetPositionEvent } {
-  const eventId = `${verb}:${state.orgId}:${state.assetId}:${state.seq}`;
-  return {
-    subject: trackingEventSubject(state.orgId, "asset", verb),
-    event: {
-      version: 1,
-      event_id: eventId,
-      org_id: state.orgId,
-      asset_id: state.assetId,
-      location_id: state.locationId,
-      observed_at: state.observedAt,
-      seq: state.seq,
-      previous_location_id: state.previousLocationId,
-    },
-  };
-}
-
+/** One item of a batch message: the asset's newest state, its event id derived from it (the same on a re-announcement). */
 function positionItem(state: PositionState, verb: PositionVerb): AssetPositionItem {
-  const { event } = positionEvent(state, verb);
   return {
-    event_id: event.event_id,
-    asset_id: event.asset_id,
-    location_id: event.location_id,
-    observed_at: event.observed_at,
-    seq: event.seq,
-    previous_location_id: event.previous_location_id ?? null,
+    event_id: `${verb}:${state.orgId}:${state.assetId}:${state.seq}`,
+    asset_id: state.assetId,
+    location_id: state.locationId,
+    observed_at: state.observedAt,
+    seq: state.seq,
+    previous_location_id: state.previousLocationId ?? null,
     verb,
   };
 }
