@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { Id, Timestamp } from "./common.ts";
 import { parseRfc3339, rfc3339Message } from "../rules/instant.ts";
+import { trackingEventSubject } from "../subjects.ts";
 
 const rfc3339Instant = (field: string) =>
   z.string().refine((text) => parseRfc3339(text) !== null, rfc3339Message(field));
@@ -131,9 +132,14 @@ export type AssetPositionBatch = z.infer<typeof AssetPositionBatch>;
 export const POSITION_BATCH_VERB = "positions";
 /** The entity token of the subject that carries `seen` positions only (see AssetPositionBatch). */
 export const SIGHTINGS_ENTITY = "sightings";
-/** A TRACKING subject (in contract terms) that carries positions: batches of moves or of sightings, or the per-asset form. */
-export const isPositionSubject = (subject: string): boolean =>
-  /^tracking\.events\.[^.]+\.(asset\.(moved|seen|positions)|sightings\.positions)$/.test(subject);
+/** The subject of a batch message of `verb` positions: moves on `asset.positions`, sightings on `sightings.positions`. */
+export const positionBatchSubject = (orgId: number, verb: AssetPositionItem["verb"]): string =>
+  trackingEventSubject(orgId, verb === "moved" ? "asset" : SIGHTINGS_ENTITY, POSITION_BATCH_VERB);
+const POSITION_SUBJECT = new RegExp(
+  `^tracking\\.events\\.[^.]+\\.(asset\\.(moved|seen|${POSITION_BATCH_VERB})|${SIGHTINGS_ENTITY}\\.${POSITION_BATCH_VERB})$`,
+);
+/** A TRACKING subject (in contract terms) that carries positions: batches of moves or of sightings (positionBatchSubject), or the per-asset form. */
+export const isPositionSubject = (subject: string): boolean => POSITION_SUBJECT.test(subject);
 /**
  * Bytes a TRACKING consumer takes per batch (ConsumerSpec.maxBatchBytes), and
  * messages it pulls at once (pullMessages): a positions message carries up to

@@ -21,9 +21,7 @@ import {
   createAckedPublisher,
   encodeJson,
   POSITION_BATCH_ITEMS,
-  POSITION_BATCH_VERB,
-  SIGHTINGS_ENTITY,
-  trackingEventSubject,
+  positionBatchSubject,
   type AssetPositionBatch,
   type AssetPositionItem,
 } from "@whereabouts/shared";
@@ -43,10 +41,6 @@ function positionItem(state: PositionState, verb: PositionVerb): AssetPositionIt
     verb,
   };
 }
-
-/** The subject of a batch message of `verb` positions: moves on `asset.positions`, sightings on `sightings.positions`. */
-export const positionBatchSubject = (orgId: number, verb: PositionVerb) =>
-  trackingEventSubject(orgId, verb === "moved" ? "asset" : SIGHTINGS_ENTITY, POSITION_BATCH_VERB);
 
 /** The batch messages for a set of position changes: per organization, moves and sightings apart, chunked. */
 export function positionBatches(events: Array<{ state: PositionState; verb: PositionVerb }>): Array<{ subject: string; batch: AssetPositionBatch }> {
