@@ -18,7 +18,7 @@ import { exportAssets } from "../services/catalog/src/assets/asset-store.ts";
 import { BULK_CHUNK_ROWS } from "../services/catalog/src/bulk/bulk-import.ts";
 import { readAssetQuery } from "../services/catalog/src/handlers/asset-handlers.ts";
 import { JOB_LEASE_MS } from "../services/catalog/src/bulk/job-store.ts";
-import { BULK_TRIGRAM_INDEXES } from "../services/catalog/src/bulk/trigram-indexes.ts";
+import { BULK_TRIGRAM_INDEXES, TRIGRAM_INDEX_OPTIONS } from "../services/catalog/src/bulk/trigram-indexes.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { spawnService, waitForReadiness } from "./ops-support.ts";
 
@@ -545,10 +545,10 @@ describe("a catalog SIGKILLed mid-job", () => {
         { verb: "attached", n: total },
         { verb: "created", n: total },
       ]);
-      // The trigram indexes the killed run deferred are back to direct updates, nothing pending.
+      // The trigram indexes the killed run deferred are back to their small pending list.
       const deferred = await sql<{ relname: string }>(
-        `SELECT relname FROM pg_class WHERE oid = ANY($1::regclass[]) AND coalesce(reloptions, '{}') @> ARRAY['fastupdate=on']`,
-        [[...BULK_TRIGRAM_INDEXES]],
+        `SELECT relname FROM pg_class WHERE oid = ANY($1::regclass[]) AND NOT coalesce(reloptions, '{}') @> $2::text[]`,
+        [[...BULK_TRIGRAM_INDEXES], TRIGRAM_INDEX_OPTIONS],
       );
       expect(deferred).toEqual([]);
     } finally {

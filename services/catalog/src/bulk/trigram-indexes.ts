@@ -1,13 +1,13 @@
 /**
- * The `q` search's trigram GIN indexes during a bulk job. They run with
- * `fastupdate = off` (migration 20261123000000: a pending list slows every
- * search until it is merged), which makes each inserted row update every
- * index entry of its trigrams one by one: at 100,000 rows most of the write.
- * A large job turns the pending list on for its own duration (new entries are
- * then merged in sorted batches, four times faster here) and, when no other
- * job still writes, turns it off again and merges what is pending. Searches
- * stay correct throughout (GIN scans its pending list); a crash that leaves
- * the list on is put right by the next job or worker start.
+ * The `q` search's trigram GIN indexes during a bulk job. They run with a
+ * small pending list (migration 20270101000000: 256 kB, merged by the insert
+ * that fills it, so a search scans at most a few hundred pending rows). At
+ * 100,000 rows that still merges a few hundred times: a large job raises the
+ * limit to Postgres's default (4 MB) for its own duration (new entries are
+ * then merged in larger sorted batches) and, when no other job still writes,
+ * puts the small limit back and merges what is pending. Searches stay correct
+ * throughout (GIN scans its pending list); a crash that leaves the large
+ * limit is put right by the next job or worker start.
  */
 import { sqlExecute, sqlQueryOne, sqlTransaction, type Logger, type Pool } from "@whereabouts/shared";
 import { JOB_LEASE_MS } from "./job-store.ts";
@@ -23,6 +23,12 @@ export const BULK_TRIGRAM_INDEXES = [
 /** New rows at or above which a job defers the trigram index maintenance. */
 export const DEFER_INDEXES_AFTER_ROWS = 1000;
 
+/** The pending list's limit, kB: always (see the migration), and while a large job writes. */
+export const TRIGRAM_PENDING_LIST_KB = 64;
+export const BULK_PENDING_LIST_KB = 4096;
+/** The indexes' reloptions outside a job, as pg_class shows them. */
+export const TRIGRAM_INDEX_OPTIONS = ["fastupdate=on", `gin_pending_list_limit=${TRIGRAM_PENDING_LIST_KB}`];
+
 /**
  * ALTER INDEX takes an ACCESS EXCLUSIVE lock on the index: never wait behind
  * (or hold up) a long search for it; an index that cannot have it stays as it is.
@@ -35,13 +41,13 @@ const LOCK_TIMEOUT = "2s";
  * tables (the job's own validation, a search), and one of the two was killed.
  * Throws the first failure, after trying every index.
  */
-async function setFastUpdate(db: Pool, on: boolean): Promise<void> {
+async function setPendingListLimit(db: Pool, kb: number): Promise<void> {
   let failure: unknown;
   for (const index of BULK_TRIGRAM_INDEXES) {
     try {
       await sqlTransaction(db, async (tx) => {
         await sqlExecute(tx, `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
-        await sqlExecute(tx, `ALTER INDEX ${index} SET (fastupdate = ${on ? "on" : "off"})`);
+        await sqlExecute(tx, `ALTER INDEX ${index} SET (fastupdate = on, gin_pending_list_limit = ${kb})`);
       });
     } catch (err) {
       failure ??= err;
@@ -51,13 +57,13 @@ async function setFastUpdate(db: Pool, on: boolean): Promise<void> {
 }
 
 /**
- * Before a large job writes: entries go to the pending list. Best effort (the
+ * Before a large job writes: entries wait in a large pending list. Best effort (the
  * job is only slower without); returns whether the indexes need restoring
  * after the job (some may have been switched even when others could not).
  */
 export async function deferTrigramIndexes(db: Pool, logger: Logger): Promise<boolean> {
   try {
-    await setFastUpdate(db, true);
+    await setPendingListLimit(db, BULK_PENDING_LIST_KB);
   } catch (err) {
     logger.warn({ err }, "bulk upload: could not defer every trigram index; those left write row by row");
   }
@@ -66,8 +72,8 @@ export async function deferTrigramIndexes(db: Pool, logger: Logger): Promise<boo
 
 /**
  * After a job (committed or not): unless another job is still running (its
- * lease fresh), the indexes go back to direct updates and the pending list is
- * merged, so searches no longer scan it. Returns whether it restored them.
+ * lease fresh), the indexes go back to the small pending list and what is
+ * pending is merged, so searches no longer scan it. Returns whether it restored them.
  */
 export async function restoreTrigramIndexes(db: Pool, logger: Logger, jobId?: number): Promise<boolean> {
   const other = await sqlQueryOne<{ id: number }>(
@@ -79,15 +85,15 @@ export async function restoreTrigramIndexes(db: Pool, logger: Logger, jobId?: nu
   );
   if (other) return false;
   try {
-    const pending = await sqlQueryOne<{ on: boolean }>(
+    const pending = await sqlQueryOne<{ restored: boolean }>(
       db,
-      `SELECT bool_or(coalesce(c.reloptions, '{}') @> ARRAY['fastupdate=on']) AS on
+      `SELECT bool_and(coalesce(c.reloptions, '{}') @> $2::text[]) AS restored
          FROM pg_class c WHERE c.oid = ANY($1::regclass[])`,
-      [[...BULK_TRIGRAM_INDEXES]],
+      [[...BULK_TRIGRAM_INDEXES], TRIGRAM_INDEX_OPTIONS],
     );
-    if (!pending?.on) return true;
-    // Off first: rows other writers add from now on go straight in; then what is pending is merged.
-    await setFastUpdate(db, false);
+    if (pending?.restored) return true;
+    // The small limit first: rows other writers add from now on merge at 256 kB; then what is pending is merged.
+    await setPendingListLimit(db, TRIGRAM_PENDING_LIST_KB);
     for (const index of BULK_TRIGRAM_INDEXES) await sqlExecute(db, `SELECT gin_clean_pending_list($1::regclass)`, [index]);
     return true;
   } catch (err) {
