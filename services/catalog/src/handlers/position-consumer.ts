@@ -14,6 +14,7 @@ import {
   STREAMS,
   TRACKING_CONSUMER_BATCH_BYTES,
   TRACKING_CONSUMER_PULL,
+  SCAN_DATA_LINGER_MS,
   type AssetPositionEvent,
   type ConsumerSpec,
   type BatchSettlement,
@@ -39,6 +40,7 @@ export const POSITION_CONSUMER: ConsumerSpec = {
   // A positions message carries up to a thousand positions: bounded by bytes too (memory).
   maxBatchBytes: TRACKING_CONSUMER_BATCH_BYTES,
   pullMessages: TRACKING_CONSUMER_PULL,
+  lingerMs: SCAN_DATA_LINGER_MS,
 };
 
 /** The unfiltered durable of earlier versions: nobody reads it, so it would hold every message forever. */

@@ -12,6 +12,7 @@ import {
   CATALOG_CONSUMER_PULL,
   TRACKING_CONSUMER_BATCH_BYTES,
   TRACKING_CONSUMER_PULL,
+  SCAN_DATA_LINGER_MS,
   DURABLES,
   phaseTimer,
   runAsLeader,
@@ -43,7 +44,14 @@ export const REPORTING_CONSUMERS: Record<StreamKind, ConsumerSpec> = {
   // A bulk job's batch messages carry hundreds of events each: batches are bounded by bytes too.
   catalog: { stream: STREAMS.CATALOG.name, durable: DURABLES.reportingCatalog, ...common, maxBatchBytes: CATALOG_CONSUMER_BATCH_BYTES, pullMessages: CATALOG_CONSUMER_PULL },
   // A positions message carries up to a thousand positions: batches and what is pulled are bounded by bytes too.
-  tracking: { stream: STREAMS.TRACKING.name, durable: DURABLES.reportingTracking, ...common, maxBatchBytes: TRACKING_CONSUMER_BATCH_BYTES, pullMessages: TRACKING_CONSUMER_PULL },
+  tracking: {
+    stream: STREAMS.TRACKING.name,
+    durable: DURABLES.reportingTracking,
+    ...common,
+    maxBatchBytes: TRACKING_CONSUMER_BATCH_BYTES,
+    pullMessages: TRACKING_CONSUMER_PULL,
+    lingerMs: SCAN_DATA_LINGER_MS,
+  },
 };
 
 /** Partner events ride along each batch's transaction; `queued` hears of new webhook deliveries after the commit. */

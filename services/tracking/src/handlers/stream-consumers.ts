@@ -2,7 +2,7 @@
  * Tracking's JetStream consumers, declared in one place: stream, durable,
  * filter, ack wait, delivery limit, batch size.
  */
-import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
+import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, SCAN_DATA_LINGER_MS, STREAMS, type ConsumerSpec } from "@whereabouts/shared";
 
 /** Bytes of scan messages per batch: some 8,000 tag reads of the largest scans. */
 export const SCAN_CONSUMER_BATCH_BYTES = 512 * 1024;
@@ -23,6 +23,7 @@ export const scanConsumerSpec = (o: { batchSize: number; ackWaitMs: number }): C
   // not only by count (500 of them were 100,000 reads in one transaction, over 150 MB of heap).
   // Ordinary scans (a few hundred bytes) still fill the count first.
   maxBatchBytes: SCAN_CONSUMER_BATCH_BYTES,
+  lingerMs: SCAN_DATA_LINGER_MS,
 });
 
 /** CATALOG, unfiltered so its ack floor follows the stream (catch-up waits on it). */
