@@ -63,10 +63,10 @@ export const CONSUMER_LINGER_MS = 10;
 
 /**
  * The linger of consumers of scan data (SCANS, and positions on TRACKING):
- * readers offer a steady trickle, and at 10 ms a batch held a few scans, so
- * each read paid a share of a transaction, its statements and a commit in
- * every service. At 5,000 reads/s the stack spent 20-28% less CPU with 50
- * ms, scan-to-visible p99 133-160 -> 227-255 ms (the target is 1 s). Scan
+ * readers' scans arrive as a steady trickle, and at 10 ms a batch held a few
+ * of them, so each read paid a share of a transaction, its statements and a
+ * commit in three services. At 5,000 reads/s the stack spent 17-19% less CPU
+ * with 50 ms, scan-to-visible p99 117-124 -> 195-316 ms (the target is 1 s). Scan
  * data carry no read-your-writes promise (ARCHITECTURE.md rule 4); catalog
  * events, which API reads may wait for, keep CONSUMER_LINGER_MS.
  */

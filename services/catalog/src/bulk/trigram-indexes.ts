@@ -1,10 +1,10 @@
 /**
  * The `q` search's trigram GIN indexes during a bulk job. They run with a
- * small pending list (migration 20270101000000: 256 kB, merged by the insert
- * that fills it, so a search scans at most a few hundred pending rows). At
- * 100,000 rows that still merges a few hundred times: a large job raises the
- * limit to Postgres's default (4 MB) for its own duration (new entries are
- * then merged in larger sorted batches) and, when no other job still writes,
+ * small pending list (migration 20270101000000: TRIGRAM_PENDING_LIST_KB,
+ * merged by the insert that fills it, so a search scans at most a few pending
+ * pages per index). A 100,000-row job would fill and merge it again and again:
+ * a large job raises the limit to Postgres's default (4 MB) for its own
+ * duration (new entries are merged in larger sorted batches) and, when no other job still writes,
  * puts the small limit back and merges what is pending. Searches stay correct
  * throughout (GIN scans its pending list); a crash that leaves the large
  * limit is put right by the next job or worker start.
@@ -65,7 +65,7 @@ export async function deferTrigramIndexes(db: Pool, logger: Logger): Promise<boo
   try {
     await setPendingListLimit(db, BULK_PENDING_LIST_KB);
   } catch (err) {
-    logger.warn({ err }, "bulk upload: could not defer every trigram index; those left write row by row");
+    logger.warn({ err }, "bulk upload: could not defer every trigram index; those left merge their small pending list more often");
   }
   return true;
 }
@@ -92,7 +92,7 @@ export async function restoreTrigramIndexes(db: Pool, logger: Logger, jobId?: nu
       [[...BULK_TRIGRAM_INDEXES], TRIGRAM_INDEX_OPTIONS],
     );
     if (pending?.restored) return true;
-    // The small limit first: rows other writers add from now on merge at 256 kB; then what is pending is merged.
+    // The small limit first: what other writers add from now on is merged at that size; then what is pending is merged.
     await setPendingListLimit(db, TRIGRAM_PENDING_LIST_KB);
     for (const index of BULK_TRIGRAM_INDEXES) await sqlExecute(db, `SELECT gin_clean_pending_list($1::regclass)`, [index]);
     return true;
