@@ -101,9 +101,17 @@ describe("webhook delivery", () => {
     }
     // None was sent twice while in flight: the receiver got each event at most as
     // often as the delivery log shows attempts (one row per attempt, both replicas).
+    // Counted once every event's delivery is finished in the log: an answer the sender
+    // timed out on reaches the receiver before its retry does, and the retry's row
+    // follows its answer.
+    const webhookLog = `/api/v1/webhooks/${created.json().data.id}/deliveries`;
+    await eventually(async () => {
+      const finished = (await api("GET", `${webhookLog}?state=delivered&limit=200`)).json().data as unknown as Array<{ event_id: string }>;
+      return new Set(finished.map((d) => d.event_id)).size === assets.length * 7 ? true : undefined;
+    }, 90_000, 200);
     const attempts = new Map<string, number>();
     for (let page = 0; page < 20; page++) {
-      const log = await api("GET", `/api/v1/webhooks/${created.json().data.id}/deliveries?limit=200&offset=${page * 200}`);
+      const log = await api("GET", `${webhookLog}?limit=200&offset=${page * 200}`);
       const rows = log.json().data as unknown as Array<{ event_id: string }>;
       for (const r of rows) attempts.set(r.event_id, (attempts.get(r.event_id) ?? 0) + 1);
       if (rows.length < 200) break;
