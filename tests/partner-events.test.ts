@@ -293,6 +293,10 @@ describe("webhooks", () => {
     const list = await api("GET", "/api/v1/webhooks");
     expect(list.body).toMatchObject({ limit: 50, offset: 0 });
     expect(list.body!.data.map((w: { id: number }) => w.id)).toContain(id);
+    expect(list.body!.total_count).toBe(list.body!.data.length);
+    // Past the last page: no rows, and still the count.
+    const past = await api("GET", `/api/v1/webhooks?offset=${list.body!.total_count}`);
+    expect([past.body!.data, past.body!.total_count]).toEqual([[], list.body!.total_count]);
     const patched = await api("PATCH", `/api/v1/webhooks/${id}`, { types: ["asset.created", "asset.deleted"], description: null });
     expect(patched.body!.data).toMatchObject({ types: ["asset.created", "asset.deleted"], description: null });
     expect(patched.body!.data.secret).toBeUndefined();
@@ -358,7 +362,7 @@ describe("webhooks", () => {
       return res.body!.total_count === 2 && res.body!.data[0].state === "delivered" ? res : undefined;
     });
     expect(log.body!.total_count).toBe(2);
-    expect(log.body!.data[0]).toMatchObject({ event_type: "asset.updated", attempt: 1, status_code: 200, state: "delivered", next_attempt_at: null });
+    expect(log.body!.data[0], JSON.stringify({ log: log.body!.data, got: hook.events().map((e) => [e.id, e.type]) })).toMatchObject({ event_type: "asset.updated", attempt: 1, status_code: 200, state: "delivered", next_attempt_at: null });
     expect(log.body!.data[0].duration_ms).toBeGreaterThanOrEqual(0);
   });
 
@@ -383,6 +387,10 @@ describe("webhooks", () => {
     ]);
     expect(log.data[2].next_attempt_at).not.toBeNull();
     expect((await api("GET", `/api/v1/webhooks/${id}/deliveries?state=pending`)).body!.total_count).toBe(2);
+    const second = (await api("GET", `/api/v1/webhooks/${id}/deliveries?limit=1&offset=1`)).body!;
+    expect([second.data.map((d: Record<string, unknown>) => d.attempt), second.total_count]).toEqual([[2], 3]);
+    const past = (await api("GET", `/api/v1/webhooks/${id}/deliveries?offset=3`)).body!;
+    expect([past.data, past.total_count]).toEqual([[], 3]);
   });
 
   it("a receiver that hangs past 10 s times out, and never delays another webhook", { timeout: 60_000 }, async () => {

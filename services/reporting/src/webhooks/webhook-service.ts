@@ -58,6 +58,26 @@ const orgOf = (request: Request): number => requireOrg(request.principal);
 const webhookId = (request: Request) => parsePathId("webhook_id", request.params.webhook_id);
 const gone = () => notFound("Webhook not found");
 
+/**
+ * A page and its total_count from one statement, so from one snapshot: run
+ * side by side, an attempt recorded between the two showed in the count and
+ * not on the page (a log of two attempts listing one). `page` selects `id`;
+ * `order` is its ORDER BY on `id`. An empty page still brings the count.
+ */
+async function pageAndCount<Row>(
+  db: ReportingDb,
+  page: string,
+  count: string,
+  order: string,
+  args: unknown[],
+): Promise<{ rows: Row[]; total: number }> {
+  const found = await db.$queryRawUnsafe<Array<Row & { id: number | bigint | null; total_count: number }>>(
+    `SELECT (${count})::int AS total_count, p.* FROM (VALUES (1)) AS one (x) LEFT JOIN (${page}) p ON true ORDER BY p.${order}`,
+    ...args,
+  );
+  return { rows: found.filter((r) => r.id !== null), total: found[0]?.total_count ?? 0 };
+}
+
 export interface WebhookServiceDeps {
   db: ReportingDb;
   guard: TargetGuard;
@@ -112,19 +132,14 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       const reader = new QueryReader(request.query);
       const { limit, offset } = reader.page();
       reader.finish();
-      const [rows, count] = await Promise.all([
-        db.$queryRawUnsafe<WebhookRow[]>(
-          `SELECT ${COLUMNS} FROM reporting.webhooks WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT $2 OFFSET $3`,
-          orgId,
-          limit,
-          offset,
-        ),
-        db.$queryRawUnsafe<Array<{ n: number }>>(
-          `SELECT count(*)::int AS n FROM reporting.webhooks WHERE org_id = $1 AND deleted_at IS NULL`,
-          orgId,
-        ),
-      ]);
-      return listEnvelope(rows.map(view), { limit, offset }, count[0]?.n ?? 0);
+      const { rows, total } = await pageAndCount<WebhookRow>(
+        db,
+        `SELECT ${COLUMNS} FROM reporting.webhooks WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT $2 OFFSET $3`,
+        `SELECT count(*) FROM reporting.webhooks WHERE org_id = $1 AND deleted_at IS NULL`,
+        "id",
+        [orgId, limit, offset],
+      );
+      return listEnvelope(rows.map(view), { limit, offset }, total);
     },
 
     async get(request: Request): Promise<WebhookView> {
@@ -199,28 +214,24 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         ${states.length ? "AND state = ANY ($3::text[])" : "AND $3::text[] IS NULL"}
         ${eventIds.length ? "AND event_id = ANY ($4::text[])" : "AND $4::text[] IS NULL"}`;
       const args = [orgId, id, states.length ? states : null, eventIds.length ? eventIds : null];
-      const [rows, count] = await Promise.all([
-        db.$queryRawUnsafe<
-          Array<{
-            event_id: string;
-            event_type: PartnerEventType;
-            attempt: number;
-            status_code: number | null;
-            duration_ms: number | null;
-            attempted_at: Date;
-            next_attempt_at: Date | null;
-            state: WebhookDeliveryView["state"];
-            error: string | null;
-          }>
-        >(
-          `SELECT event_id, event_type, attempt, status_code, duration_ms, attempted_at, next_attempt_at, state, error
-             FROM reporting.webhook_attempts WHERE ${where} ORDER BY id DESC LIMIT $5 OFFSET $6`,
-          ...args,
-          limit,
-          offset,
-        ),
-        db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM reporting.webhook_attempts WHERE ${where}`, ...args),
-      ]);
+      const { rows, total } = await pageAndCount<{
+        event_id: string;
+        event_type: PartnerEventType;
+        attempt: number;
+        status_code: number | null;
+        duration_ms: number | null;
+        attempted_at: Date;
+        next_attempt_at: Date | null;
+        state: WebhookDeliveryView["state"];
+        error: string | null;
+      }>(
+        db,
+        `SELECT id, event_id, event_type, attempt, status_code, duration_ms, attempted_at, next_attempt_at, state, error
+           FROM reporting.webhook_attempts WHERE ${where} ORDER BY id DESC LIMIT $5 OFFSET $6`,
+        `SELECT count(*) FROM reporting.webhook_attempts WHERE ${where}`,
+        "id DESC",
+        [...args, limit, offset],
+      );
       return listEnvelope(
         rows.map((r) => ({
           event_id: r.event_id,
@@ -234,7 +245,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
           error: r.error,
         })),
         { limit, offset },
-        count[0]?.n ?? 0,
+        total,
       );
     },
 
