@@ -271,10 +271,13 @@ describe("pages served again", () => {
   it("show a write at once to the client that made it, page after page", async () => {
     const call = apiClient(stack, (await stack.tenant("Page Writes Org")).auth);
     const a = await post("/api/v1/assets", { name: "first" }, call);
-    const names = async () => ((await call<Body>("GET", "/api/v1/assets")).body.data as Body[]).map((r) => r.name);
+    const names = async (query = "") => ((await call<Body>("GET", `/api/v1/assets${query}`)).body.data as Body[]).map((r) => r.name);
     for (let i = 0; i < 5; i++) {
       expect(await names()).toEqual([`${i === 0 ? "first" : `name ${i - 1}`}`]);
       expect(await names()).toEqual([`${i === 0 ? "first" : `name ${i - 1}`}`]);
+      // A search's page too: the renamed asset enters it with the first rename.
+      expect(await names("?q=name")).toEqual(i === 0 ? [] : [`name ${i - 1}`]);
+      expect(await names("?q=name")).toEqual(i === 0 ? [] : [`name ${i - 1}`]);
       expect((await call("PATCH", `/api/v1/assets/${a.id}`, { name: `name ${i}` })).status).toBe(200);
     }
     expect(await names()).toEqual(["name 4"]);
@@ -303,13 +306,49 @@ describe("pages served again", () => {
     expect(shownAfter).toBe(20);
   });
 
+  it("of a search follow its matches across validity boundaries, with no write in between", async () => {
+    const call = apiClient(stack, (await stack.tenant("Search Window Org")).auth);
+    // Three instants a second apart, each the only boundary that changes the search then:
+    // an asset's window opens (matched by name), a tag's opens (matched by the tag, its owner
+    // not on the page before), a tag's closes (its owner on the page).
+    const start = Date.now();
+    const [opens, tagOpens, tagCloses] = [1500, 2500, 3500].map((ms) => start + ms);
+    const iso = (at: number) => new Date(at).toISOString();
+    await post("/api/v1/assets", { external_key: "S-1", name: "zebra later", valid_from: iso(opens) }, call);
+    await post("/api/v1/assets", { external_key: "S-2", name: "plain", tags: [{ tag_type: "rfid", value: "ZEBRA-SOON", valid_from: iso(tagOpens) }] }, call);
+    await post("/api/v1/assets", { external_key: "S-3", name: "zebra now" }, call);
+    await post("/api/v1/assets", { external_key: "S-4", name: "plain", tags: [{ tag_type: "rfid", value: "ZEBRA-GONE", valid_to: iso(tagCloses) }] }, call);
+    await post("/api/v1/assets", { external_key: "S-5", name: "other" }, call);
+    const states: Array<[number, string[]]> = [
+      [0, ["S-3", "S-4"]],
+      [opens, ["S-1", "S-3", "S-4"]],
+      [tagOpens, ["S-1", "S-2", "S-3", "S-4"]],
+      [tagCloses, ["S-1", "S-2", "S-3"]],
+    ];
+    // Read over and over (a page is nearly always fresh from the cache) across the boundaries: a
+    // read that starts after one shows what follows it (those within 50 ms before one are not judged).
+    const judged = new Map<number, number>();
+    while ((judged.get(tagCloses) ?? 0) < 20 && Date.now() < tagCloses + 5000) {
+      const startedAt = Date.now();
+      const page = (await call<Body>("GET", "/api/v1/assets?q=zebra&sort=external_key")).body;
+      const i = states.findLastIndex(([at]) => startedAt > at);
+      const next = states[i + 1]?.[0];
+      if (next !== undefined && startedAt >= next - 50) continue;
+      const [at, expected] = states[i]!;
+      expect([keys({ body: page }), page.total_count], `read started ${startedAt - at} ms after boundary ${i}`).toEqual([expected, expected.length]);
+      judged.set(at, (judged.get(at) ?? 0) + 1);
+    }
+    expect(states.map(([at]) => (judged.get(at) ?? 0) > 0)).toEqual([true, true, true, true]);
+    expect(judged.get(tagCloses)).toBe(20);
+  });
+
   it("show a position this catalog applied from the read after it", async () => {
     const tenant = await stack.tenant("Page Moves Org");
     const call = apiClient(stack, tenant.auth);
     const asset = await post("/api/v1/assets", { name: "mover" }, call);
     const places = [await post("/api/v1/locations", { name: "P1" }, call), await post("/api/v1/locations", { name: "P2" }, call)];
     const js = jetstream(stack.nc);
-    const listed = async () => ((await call<Body>("GET", "/api/v1/assets")).body.data as Body[])[0]!.location_id;
+    const listed = async (query = "") => ((await call<Body>("GET", `/api/v1/assets${query}`)).body.data as Body[])[0]!.location_id;
     expect(await listed()).toBeNull();
     for (let seq = 1; seq <= 4; seq++) {
       const place = places[seq % 2]!;
@@ -330,6 +369,8 @@ describe("pages served again", () => {
       while ((await call<Body>("GET", `/api/v1/assets/${asset.id}`)).body.data.location_id !== place.id) expect(Date.now()).toBeLessThan(deadline);
       expect(await listed()).toBe(place.id);
       expect(await listed()).toBe(place.id);
+      expect(await listed("?q=mover")).toBe(place.id);
+      expect(await listed("?q=mover")).toBe(place.id);
     }
   });
 });

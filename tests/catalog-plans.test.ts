@@ -69,9 +69,10 @@ async function expectSearchFollowsRule<F extends { q: string | undefined }, S ex
   filters: F,
   ownerType: "asset" | "location",
   patterns: string[],
+  caches?: Parameters<typeof listRecords>[6],
 ): Promise<void> {
   for (const q of patterns) {
-    const page = await listRecords(one, list, 1, { ...filters, q }, [{ field: "external_key" as S, descending: false }], { limit: 50, offset: 0 });
+    const page = await listRecords(one, list, 1, { ...filters, q }, [{ field: "external_key" as S, descending: false }], { limit: 50, offset: 0 }, caches);
     const { rows: expected } = await pool.query<{ keys: string[]; n: number }>(
       `SELECT (array_agg(external_key ORDER BY external_key, id))[1:50] AS keys, count(*)::int AS n FROM ${list.table} r
         WHERE org_id = 1 AND (name ILIKE $1 OR external_key ILIKE $1 OR description ILIKE $1
@@ -224,6 +225,24 @@ describe("list pages", () => {
       expect(trigramScans.sort()).toEqual(["assets_description_trgm_idx", "assets_external_key_trgm_idx", "assets_name_trgm_idx", "tags_value_trgm_idx"]);
       // The matches are not fetched a second time, by primary key from their array.
       expect(nodes.filter((n) => n["Index Name"] === "assets_pkey" && String(n["Index Cond"]).includes("ANY"))).toEqual([]);
+    } finally {
+      await one.end();
+    }
+  });
+
+  // A gateway read (with its watermark) may serve the search's page again: the statement then
+  // also reads when a tag its pattern matches next changes validity, through the same index.
+  it("search for the page cache the same way, with the matching tags' next boundary through the tags' trigram index", async () => {
+    const one = createPool(db.url, 1);
+    try {
+      const caches = { cache: createCountCache(), pages: createPageCache(), catalogSeq: 1 };
+      await expectSearchFollowsRule(one, ASSET_LIST, everything, "asset", ["Asset 12", "asset 37", "IN BAY 1", "E28000000", "a-7", "Asset 4", "set 99", "A-1"], caches);
+      const name = await expectSearchOnGenericPlan(one);
+      const { rows: plan } = await one.query<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) EXECUTE "${name}"(1, 50, 0, '%asset 1%', 1)`);
+      const nodes = planNodes(plan[0]!["QUERY PLAN"][0]!.Plan);
+      expect(nodes.filter((n) => n["Node Type"] === "Seq Scan")).toEqual([]);
+      const trigramScans = nodes.filter((n) => n["Node Type"] === "Bitmap Index Scan").map((n) => n["Index Name"]);
+      expect(trigramScans.sort()).toEqual(["assets_description_trgm_idx", "assets_external_key_trgm_idx", "assets_name_trgm_idx", "tags_value_trgm_idx", "tags_value_trgm_idx"]);
     } finally {
       await one.end();
     }

@@ -76,9 +76,15 @@ export interface RecordList<F, S extends string> {
  * as it is after that write. Records are never removed (deletion sets
  * deleted_at), so every id of the page renders.
  *
- * A whole-organization list read through the gateway (with its watermark) may
- * be served from the page cache instead, while the page is current (see
- * page-cache.ts for when it is).
+ * A whole-organization list, or a `q` search over one, read through the
+ * gateway (with its watermark) may be served from the page cache instead,
+ * while the page is current (see page-cache.ts for when it is). Such a page's
+ * records come from one statement, and the horizon of the records that may
+ * enter or leave it with time from the count's, read first: computed no later
+ * than the page's statement, it holds every boundary after that statement's
+ * now(). Side by side, a boundary passing between the two was in neither (the
+ * page from before it, the horizon from after) and the page was served for
+ * the cache's whole age (a search test found it, a few milliseconds wide).
  */
 export async function listRecords<F extends object, S extends string>(
   db: Db,
@@ -104,24 +110,40 @@ export async function listRecords<F extends object, S extends string>(
     // and the rendered page may come from the page cache.
     const { cache, pages, catalogSeq } = caches;
     const render = async (): Promise<RenderedPage> => {
-      const [row, counted] = await Promise.all([
-        queryOne<{ ids: number[] }>(db, `SELECT ${pageIdsSql} AS ids`, p.values),
-        cache.count(countKey, catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams)),
-      ]);
-      const ids = row!.ids;
+      // The count first (see above).
+      const counted = await cache.count(countKey, catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams));
+      const ids = (await queryOne<{ ids: number[] }>(db, `SELECT ${pageIdsSql} AS ids`, p.values))!.ids;
       if (!ids.length) return { data: "[]", ...counted };
-      if (!pages || !list.tagOwner) return { data: (await queryOne<{ data: string }>(db, renderIds(list), [orgId, ids]))!.data, ...counted };
-      // Taken before the statement, whose now() is later: the page expires no later than a tag's boundary.
-      const before = Date.now();
-      const rendered = (await queryOne<{ data: string; seconds: number | null }>(db, renderIdsWithHorizon(list, list.tagOwner), [orgId, ids]))!;
-      const tagsChangeAt = rendered.seconds === null ? Number.POSITIVE_INFINITY : before + rendered.seconds * 1000;
-      return { data: rendered.data, total: counted.total, expiresAt: Math.min(counted.expiresAt, tagsChangeAt) };
+      const rendered = await renderPage(db, list, orgId, ids, pages !== undefined);
+      return { data: rendered.data, total: counted.total, expiresAt: Math.min(counted.expiresAt, rendered.changesAt) };
     };
     const rendered = pages ? await pages.page(orgId, `${table} ${pageIdsSql} ${JSON.stringify(p.values)}`, catalogSeq, render) : await render();
     return { data: rendered.data, total: rendered.total };
   }
   const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
   if (q !== undefined && !list.searchOwner) throw new Error(`${table} has no q search`);
+  // A search over a whole-organization list: its pages are cached as that list's are. Only
+  // its records (counted by the list's count horizon) and the tags its pattern matches can
+  // enter or leave it with time alone.
+  const searchedKey = q !== undefined && caches?.pages ? list.countKey?.(orgId, { ...filters, q: undefined }) : undefined;
+  if (q !== undefined && searchedKey !== undefined) {
+    const { cache, pages, catalogSeq } = caches!;
+    const owner = list.searchOwner!;
+    const pattern = p.add(containsPattern(q));
+    const search = searchedIdsAndCount(owner, list, conditions, pattern, sortTerms(sort, list.sortColumns), limit, offset, p.add(orgId));
+    const render = async (): Promise<RenderedPage> => {
+      // The list's count first, for its records' horizon (see above).
+      const records = await cache.count(searchedKey, catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams));
+      const before = Date.now();
+      const { ids, total, seconds } = (await queryOne<{ ids: number[]; total: number; seconds: number | null }>(db, search, p.values))!;
+      const expiresAt = Math.min(records.expiresAt, secondsFrom(before, seconds));
+      if (!ids.length) return { data: "[]", total, expiresAt };
+      const rendered = await renderPage(db, list, orgId, ids, true);
+      return { data: rendered.data, total, expiresAt: Math.min(expiresAt, rendered.changesAt) };
+    };
+    const rendered = await pages!.page(orgId, `${table} ${search} ${JSON.stringify(p.values)}`, catalogSeq, render);
+    return { data: rendered.data, total: rendered.total };
+  }
   const idsAndCount =
     q !== undefined
       ? searchedIdsAndCount(list.searchOwner!, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset)
@@ -136,6 +158,11 @@ export async function listRecords<F extends object, S extends string>(
  * The ids and count of a `q` list: the search runs once for both (a
  * materialized CTE), and the hits carry their sort values, so sorting them
  * reads no row a second time.
+ *
+ * With `horizonOrg` (the organization's parameter), also `seconds`: until the
+ * next validity boundary ahead of a live, active tag whose value the pattern
+ * matches, effective or not: such a tag may make its owner a hit, or stop it
+ * being one, with time alone.
  */
 function searchedIdsAndCount(
   owner: OwnerType,
@@ -145,13 +172,21 @@ function searchedIdsAndCount(
   terms: ReturnType<typeof sortTerms>,
   limit: string,
   offset: string,
+  horizonOrg?: string,
 ): string {
   const { table, alias } = list;
   const select = `${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}`;
+  const horizon = horizonOrg
+    ? `, (SELECT extract(epoch FROM LEAST(min(t.valid_from) FILTER (WHERE NOT ${validityStartedSql("t")}),
+                                          min(t.valid_to) FILTER (WHERE ${validityNotEndedSql("t")})) - now())::float8
+           FROM catalog.tags t
+          WHERE t.org_id = ${horizonOrg} AND t.owner_type = '${owner}' AND t.deleted_at IS NULL AND t.is_active
+            AND t.value ILIKE (SELECT ${pattern}::text)) AS seconds`
+    : "";
   return `WITH hits AS MATERIALIZED (${searchHits(owner, table, alias, conditions, pattern, select)})
        SELECT ARRAY(SELECT id FROM hits ORDER BY ${[...terms.map((t, i) => `sort_${i} ${t.direction}`), "id ASC"].join(", ")}
                      LIMIT ${limit} OFFSET ${offset}) AS ids,
-              (SELECT count(*)::int FROM hits) AS total`;
+              (SELECT count(*)::int FROM hits) AS total${horizon}`;
 }
 
 /**
@@ -169,6 +204,29 @@ function renderIds(list: Pick<RecordList<unknown, string>, "table" | "alias" | "
   }
   return sql;
 }
+
+/**
+ * The records of `ids` rendered; `withHorizon`: and when a tag shown on them
+ * next changes validity (epoch ms, counted from before the statement, whose
+ * now() is later: never after the boundary). Infinity: never.
+ */
+async function renderPage(
+  db: Db,
+  list: Pick<RecordList<unknown, string>, "table" | "alias" | "viewText" | "joins" | "tagOwner">,
+  orgId: number,
+  ids: number[],
+  withHorizon: boolean,
+): Promise<{ data: string; changesAt: number }> {
+  if (!withHorizon || !list.tagOwner) {
+    return { data: (await queryOne<{ data: string }>(db, renderIds(list), [orgId, ids]))!.data, changesAt: Number.POSITIVE_INFINITY };
+  }
+  const before = Date.now();
+  const rendered = (await queryOne<{ data: string; seconds: number | null }>(db, renderIdsWithHorizon(list, list.tagOwner), [orgId, ids]))!;
+  return { data: rendered.data, changesAt: secondsFrom(before, rendered.seconds) };
+}
+
+/** The instant `seconds` after `from` (epoch ms); null seconds: never. */
+const secondsFrom = (from: number, seconds: number | null): number => (seconds === null ? Number.POSITIVE_INFINITY : from + seconds * 1000);
 
 /** Each list's render statement, built once (its text keys the prepared statement). */
 const RENDERS = new WeakMap<object, string>();

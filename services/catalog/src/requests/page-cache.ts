@@ -1,8 +1,9 @@
 /**
  * Rendered pages of the whole-organization lists (the lists whose count is
- * cached: no key, location or q filter), kept for a moment: the first pages
- * of an organization are what most reads ask for, and rendering one costs
- * Postgres some 0.6 ms for 50 records, every time.
+ * cached: no key or location filter) and of `q` searches over them, kept for
+ * a moment: the first pages of an organization, and a search a dashboard
+ * repeats, are what most reads ask for, and rendering one costs Postgres
+ * some 0.6 ms for 50 records (a search 0.5 ms more), every time.
  *
  * A page is served again only while it is still what a render would give:
  * - no newer catalog write of the organization is known: the read's
@@ -10,8 +11,9 @@
  *   cache, count-cache.ts), so a client always reads its own writes;
  * - no validity boundary has passed: the page expires at the next valid_from
  *   or valid_to of the organization's records (which may enter or leave the
- *   list: the count's horizon) and of the tags on the page (which show in
- *   their owners' views only while effective);
+ *   list: the count's horizon), of the tags on the page (which show in their
+ *   owners' views only while effective) and, for a search, of the tags its
+ *   pattern matches (which make their owners hits only while effective);
  * - no position this process applied has moved an asset of the organization
  *   since the render began (`positionsMoved`). Positions are scan data with no
  *   read-your-writes promise (ARCHITECTURE.md rule 4); another replica's
