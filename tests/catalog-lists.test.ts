@@ -312,7 +312,7 @@ describe("pages served again", () => {
     // an asset's window opens (matched by name), a tag's opens (matched by the tag, its owner
     // not on the page before), a tag's closes (its owner on the page).
     const start = Date.now();
-    const [opens, tagOpens, tagCloses] = [1500, 2500, 3500].map((ms) => start + ms);
+    const [opens, tagOpens, tagCloses] = [start + 1500, start + 2500, start + 3500] as const;
     const iso = (at: number) => new Date(at).toISOString();
     await post("/api/v1/assets", { external_key: "S-1", name: "zebra later", valid_from: iso(opens) }, call);
     await post("/api/v1/assets", { external_key: "S-2", name: "plain", tags: [{ tag_type: "rfid", value: "ZEBRA-SOON", valid_from: iso(tagOpens) }] }, call);
