@@ -162,9 +162,13 @@ describe("webhook delivery", () => {
     expect(seen.size).toBe(keys.length);
     expect(duplicates).toBeGreaterThanOrEqual(1);
     expect(duplicates).toBeLessThanOrEqual(inFlightAtKill);
-    // The log counts them too: a taken-over delivery's attempt is its second.
-    const log = await api("GET", `/api/v1/webhooks/${created.json().data.id}/deliveries?state=delivered&limit=200`);
-    const rows = log.json().data as unknown as Array<{ event_id: string; attempt: number }>;
+    // The log counts them too: a taken-over delivery's attempt is its second. The receiver has
+    // each body before the sender records the outcome: read the log once every key's is there.
+    const rows = await eventually(async () => {
+      const log = await api("GET", `/api/v1/webhooks/${created.json().data.id}/deliveries?state=delivered&limit=200`);
+      const delivered = log.json().data as unknown as Array<{ event_id: string; attempt: number }>;
+      return delivered.length >= keys.length ? delivered : undefined;
+    });
     expect(rows).toHaveLength(keys.length);
     const attemptOf = new Map(rows.map((d) => [d.event_id, d.attempt]));
     // Every event the receiver got twice was taken over: its delivered attempt is the second.
