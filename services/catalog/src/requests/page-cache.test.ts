@@ -122,14 +122,30 @@ describe("page cache", () => {
   it("holds at most its byte bound, dropping the oldest pages first", async () => {
     const cache = createPageCache({ now: () => 0, maxBytes: 20 });
     const r = renderer();
-    await cache.page(1, "a", 1, r.render); // 8 bytes
-    await cache.page(1, "b", 1, r.render); // 8 bytes
-    await cache.page(1, "c", 1, r.render); // 8 bytes: "a" goes
+    await cache.page(1, "a", 1, r.render); // 8 bytes and a 1-byte key
+    await cache.page(1, "b", 1, r.render); // 9
+    await cache.page(1, "c", 1, r.render); // 9: "a" goes
     expect(r.calls()).toBe(3);
     await cache.page(1, "c", 1, r.render);
     await cache.page(1, "b", 1, r.render);
     expect(r.calls()).toBe(3);
     await cache.page(1, "a", 1, r.render);
     expect(r.calls()).toBe(4);
+  });
+
+  it("counts the keys in its bound: searches that find nothing cannot pile up", async () => {
+    const cache = createPageCache({ now: () => 0, maxBytes: 100 });
+    let calls = 0;
+    const empty = async (): Promise<RenderedPage> => {
+      calls++;
+      return { data: "[]", total: 0, expiresAt: Number.POSITIVE_INFINITY };
+    };
+    const key = (q: string) => `search ${q}`.padEnd(40, ".");
+    for (const q of ["a", "b", "c"]) await cache.page(1, key(q), 1, empty); // 42 bytes each: "a" goes
+    await cache.page(1, key("c"), 1, empty);
+    await cache.page(1, key("b"), 1, empty);
+    expect(calls).toBe(3);
+    await cache.page(1, key("a"), 1, empty);
+    expect(calls).toBe(4);
   });
 });

@@ -27,7 +27,7 @@ import { createWatermarkCache } from "./watermark-cache.ts";
 
 /** How long a page may be served again at most: bounds how late another replica's position moves show. */
 export const PAGE_MAX_AGE_MS = 250;
-/** Rendered text kept at most (about 150 pages of 50 assets): a bound on memory, not a tuning knob. */
+/** Rendered text and keys kept at most (about 150 pages of 50 assets): a bound on memory, not a tuning knob. */
 const MAX_BYTES = 4 * 1024 * 1024;
 
 export interface RenderedPage {
@@ -42,7 +42,9 @@ export function createPageCache(options: { now?: () => number; maxAgeMs?: number
     now: options.now ?? (() => Date.now()),
     maxAgeMs: options.maxAgeMs ?? PAGE_MAX_AGE_MS,
     maxSize: options.maxBytes ?? MAX_BYTES,
-    sizeOf: (page) => page.data.length,
+    // The key too (a page's statement and parameters): a search that finds nothing renders "[]" under a key
+    // of a kilobyte or more, and any number of distinct searches would otherwise fit in the bound.
+    sizeOf: (page, key) => page.data.length + key.length,
   });
   /** Position batches applied per organization (only ever grows): a page's generation. */
   const moves = new Map<number, number>();

@@ -28,7 +28,7 @@ export function createWatermarkCache<V extends Expiring>(options: {
   maxAgeMs: number;
   /** The cache holds values of this total size at most (oldest dropped first); a larger value is not kept. */
   maxSize: number;
-  sizeOf: (value: V) => number;
+  sizeOf: (value: V, key: string) => number;
 }) {
   const { now, maxAgeMs, maxSize, sizeOf } = options;
   const entries = new Map<string, Stamp & { value: V }>();
@@ -38,7 +38,7 @@ export function createWatermarkCache<V extends Expiring>(options: {
     const entry = entries.get(key);
     if (!entry) return;
     entries.delete(key);
-    size -= sizeOf(entry.value);
+    size -= sizeOf(entry.value, key);
   };
   const covers = (held: Stamp, seq: number, generation: number) => held.seq >= seq && held.generation === generation;
 
@@ -62,7 +62,7 @@ export function createWatermarkCache<V extends Expiring>(options: {
         if (held && (held.seq > seq || held.generation > generation)) return fresh;
         drop(key);
         const kept = { ...fresh, expiresAt: Math.min(fresh.expiresAt, now() + maxAgeMs) };
-        const n = sizeOf(kept);
+        const n = sizeOf(kept, key);
         if (n <= maxSize) {
           while (size + n > maxSize) drop(entries.keys().next().value!);
           entries.set(key, { seq, generation, value: kept });
