@@ -14,6 +14,7 @@ import {
 } from "@whereabouts/shared";
 import { createAssetService } from "./assets/asset-service.ts";
 import { createEventPublisher, type PublishFn } from "./events/event-outbox.ts";
+import { startOutboxRetention } from "./events/outbox-retention.ts";
 import { assetHandlers } from "./handlers/asset-handlers.ts";
 import { locationHandlers } from "./handlers/location-handlers.ts";
 import { handheldHandlers } from "./handlers/handheld-handlers.ts";
@@ -68,6 +69,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
   const consumer = await startPositionConsumer({ nc, db, logger, metrics, onMoved: (orgIds) => assets.positionsMoved(orgIds) });
   // Whatever a previous run committed but did not publish goes out first.
   await events.start();
+  const outboxRetention = startOutboxRetention({ db, logger });
 
   const uploads = await openUploads(nc);
   // Bulk jobs write on a pipelined connection of their own (BulkDeps.writer).
@@ -90,7 +92,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningService> {
       ...scanPointHandlers(scanPoints),
       ...bulkHandlers({ db, store: async () => uploads, jobQueued: () => jobs.poke() }),
     },
-    workers: [consumer, jobs, { stop: () => events.stop() }, database.maintenance],
+    workers: [consumer, jobs, { stop: () => events.stop() }, outboxRetention, database.maintenance],
     close: [async () => unwatchOutbox(), database.close, () => bulkWriter.end()],
     metrics,
     readinessChecks: { database: database.ping },
