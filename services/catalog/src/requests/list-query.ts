@@ -104,44 +104,30 @@ export async function listRecords<F extends object, S extends string>(
   const limit = p.add(page.limit);
   const offset = p.add(sqlOffset(page));
   const pageIdsSql = `ARRAY(SELECT ${alias}.id FROM ${table} ${alias} WHERE ${conditions} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset})`;
-  const countKey = list.countKey?.(orgId, filters);
+  const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
+  if (q !== undefined && !list.searchOwner) throw new Error(`${table} has no q search`);
+  // A whole-organization list, or a search over one when pages are cached: the count of the
+  // list comes from the cache (a search's records can enter or leave it with time only as
+  // the list's do, and the tags its pattern matches: the search statement reads their horizon).
+  const countKey = q === undefined || caches?.pages ? list.countKey?.(orgId, { ...filters, q: undefined }) : undefined;
   if (caches && countKey) {
-    // A whole-organization list: the count comes from the cache, beside the page's ids,
-    // and the rendered page may come from the page cache.
     const { cache, pages, catalogSeq } = caches;
+    const idsSql =
+      q === undefined
+        ? `SELECT ${pageIdsSql} AS ids`
+        : searchedIdsAndCount(list.searchOwner!, list, conditions, p.add(containsPattern(q)), sortTerms(sort, list.sortColumns), limit, offset, p.add(orgId));
     const render = async (): Promise<RenderedPage> => {
       // The count first (see above).
       const counted = await cache.count(countKey, catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams));
-      const ids = (await queryOne<{ ids: number[] }>(db, `SELECT ${pageIdsSql} AS ids`, p.values))!.ids;
-      if (!ids.length) return { data: "[]", ...counted };
-      const rendered = await renderPage(db, list, orgId, ids, pages !== undefined);
-      return { data: rendered.data, total: counted.total, expiresAt: Math.min(counted.expiresAt, rendered.changesAt) };
-    };
-    const rendered = pages ? await pages.page(orgId, `${table} ${pageIdsSql} ${JSON.stringify(p.values)}`, catalogSeq, render) : await render();
-    return { data: rendered.data, total: rendered.total };
-  }
-  const q = "q" in filters && typeof filters.q === "string" ? filters.q : undefined;
-  if (q !== undefined && !list.searchOwner) throw new Error(`${table} has no q search`);
-  // A search over a whole-organization list: its pages are cached as that list's are. Only
-  // its records (counted by the list's count horizon) and the tags its pattern matches can
-  // enter or leave it with time alone.
-  const searchedKey = q !== undefined && caches?.pages ? list.countKey?.(orgId, { ...filters, q: undefined }) : undefined;
-  if (q !== undefined && searchedKey !== undefined) {
-    const { cache, pages, catalogSeq } = caches!;
-    const owner = list.searchOwner!;
-    const pattern = p.add(containsPattern(q));
-    const search = searchedIdsAndCount(owner, list, conditions, pattern, sortTerms(sort, list.sortColumns), limit, offset, p.add(orgId));
-    const render = async (): Promise<RenderedPage> => {
-      // The list's count first, for its records' horizon (see above).
-      const records = await cache.count(searchedKey, catalogSeq, () => countWithHorizon(db, table, alias, conditionList, countParams));
       const before = Date.now();
-      const { ids, total, seconds } = (await queryOne<{ ids: number[]; total: number; seconds: number | null }>(db, search, p.values))!;
-      const expiresAt = Math.min(records.expiresAt, secondsFrom(before, seconds));
-      if (!ids.length) return { data: "[]", total, expiresAt };
-      const rendered = await renderPage(db, list, orgId, ids, true);
+      const found = (await queryOne<{ ids: number[]; total?: number; seconds?: number | null }>(db, idsSql, p.values))!;
+      const total = found.total ?? counted.total;
+      const expiresAt = Math.min(counted.expiresAt, secondsFrom(before, found.seconds ?? null));
+      if (!found.ids.length) return { data: "[]", total, expiresAt };
+      const rendered = await renderPage(db, list, orgId, found.ids, pages !== undefined);
       return { data: rendered.data, total, expiresAt: Math.min(expiresAt, rendered.changesAt) };
     };
-    const rendered = await pages!.page(orgId, `${table} ${search} ${JSON.stringify(p.values)}`, catalogSeq, render);
+    const rendered = pages ? await pages.page(orgId, `${table} ${idsSql} ${JSON.stringify(p.values)}`, catalogSeq, render) : await render();
     return { data: rendered.data, total: rendered.total };
   }
   const idsAndCount =
@@ -153,6 +139,11 @@ export async function listRecords<F extends object, S extends string>(
   const row = await queryOne<{ data: string }>(db, renderIds(list), [orgId, ids]);
   return { data: row!.data, total };
 }
+
+/** Seconds from now() to the next validity boundary (valid_from or valid_to still ahead) among `alias`'s rows; null: none. */
+const secondsToNextBoundary = (alias: string) =>
+  `extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE NOT ${validityStartedSql(alias)}),
+                            min(${alias}.valid_to) FILTER (WHERE ${validityNotEndedSql(alias)})) - now())::float8`;
 
 /**
  * The ids and count of a `q` list: the search runs once for both (a
@@ -177,8 +168,7 @@ function searchedIdsAndCount(
   const { table, alias } = list;
   const select = `${alias}.id${terms.map((t, i) => `, ${t.expression} AS sort_${i}`).join("")}`;
   const horizon = horizonOrg
-    ? `, (SELECT extract(epoch FROM LEAST(min(t.valid_from) FILTER (WHERE NOT ${validityStartedSql("t")}),
-                                          min(t.valid_to) FILTER (WHERE ${validityNotEndedSql("t")})) - now())::float8
+    ? `, (SELECT ${secondsToNextBoundary("t")}
            FROM catalog.tags t
           WHERE t.org_id = ${horizonOrg} AND t.owner_type = '${owner}' AND t.deleted_at IS NULL AND t.is_active
             AND t.value ILIKE (SELECT ${pattern}::text)) AS seconds`
@@ -240,8 +230,7 @@ function renderIdsWithHorizon(list: Pick<RecordList<unknown, string>, "table" | 
   let sql = RENDERS_WITH_HORIZON.get(list);
   if (sql === undefined) {
     sql = `SELECT (${renderIds(list)}) AS data,
-              (SELECT extract(epoch FROM LEAST(min(t.valid_from) FILTER (WHERE NOT ${validityStartedSql("t")}),
-                                               min(t.valid_to) FILTER (WHERE ${validityNotEndedSql("t")})) - now())::float8
+              (SELECT ${secondsToNextBoundary("t")}
                  FROM (SELECT $1::int AS org_id, page_ids.id FROM unnest($2::int[]) AS page_ids(id)) p,
                       LATERAL ${ownedTags(tagOwner, "p")} t
                 WHERE t.deleted_at IS NULL) AS seconds`;
@@ -261,8 +250,7 @@ async function countWithHorizon(db: Db, table: string, alias: string, conditions
   const row = await queryOne<{ n: number; seconds: number | null }>(
     db,
     `SELECT count(*) FILTER (WHERE ${current})::int AS n,
-            extract(epoch FROM LEAST(min(${alias}.valid_from) FILTER (WHERE NOT ${validityStartedSql(alias)}),
-                                     min(${alias}.valid_to) FILTER (WHERE ${validityNotEndedSql(alias)})) - now())::float8 AS seconds
+            ${secondsToNextBoundary(alias)} AS seconds
        FROM ${table} ${alias} WHERE ${others.join(" AND ")}`,
     params,
   );
