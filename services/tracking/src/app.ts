@@ -24,6 +24,7 @@ import { createReplicaService, prepareCatalogConsumer } from "./replica/replica-
 import { createPositionPublisher } from "./scans/position-publisher.ts";
 import { createScanCounters } from "./scans/scan-metrics.ts";
 import { createScanService } from "./scans/scan-service.ts";
+import { startScanKeyRetention, undeliverableThrough } from "./scans/scan-key-retention.ts";
 import { startHistoryRetention } from "./history/history-retention.ts";
 
 export interface TrackingOptions {
@@ -98,9 +99,10 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
 
   const positions = createPositionPublisher(nc, { ackTimeoutMs: 10_000 });
   const scans = createScanService({ db, js, positions, catchUp, logger, counters: createScanCounters(metrics) });
+  const scanSpec = scanConsumerSpec({ batchSize: options.scanBatchSize, ackWaitMs: options.scanAckWaitMs });
   const scanWorker = await runBatchConsumer({
     nc,
-    spec: scanConsumerSpec({ batchSize: options.scanBatchSize, ackWaitMs: options.scanAckWaitMs }),
+    spec: scanSpec,
     logger,
     metrics,
     handle: scans.handleBatch,
@@ -138,6 +140,7 @@ export async function startTracking(deps: TrackingDeps): Promise<RunningService>
       catalogWorker,
       summary,
       startHistoryRetention({ pool, logger, metrics, everyMs: options.retentionIntervalMs, dutyPercent: options.retentionDutyPercent }),
+      startScanKeyRetention({ db, logger, through: () => undeliverableThrough(jsm, scanSpec.stream, scanSpec.durable) }),
       database.maintenance,
     ],
     close: [database.close],
