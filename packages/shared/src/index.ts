@@ -8,6 +8,7 @@ export * from "./deadline.ts";
 export * from "./reply-size.ts";
 export * from "./subjects.ts";
 export * from "./nats.ts";
+export * from "./nats-write-coalescing.ts";
 export * from "./deployment.ts";
 export * from "./db.ts";
 export * from "./db-maintenance.ts";

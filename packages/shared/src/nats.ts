@@ -29,6 +29,7 @@ import {
 import type { Metrics } from "./metrics.ts";
 import { logicalSubject, PING_OPERATION, rpcSubject, STREAMS, type ServiceName } from "./subjects.ts";
 import { formatTraceparent, newTrace, parseTraceparent } from "./tracing.ts";
+import { coalesceNatsWrites } from "./nats-write-coalescing.ts";
 
 export type { NatsConnection, MsgHdrs };
 
@@ -61,6 +62,8 @@ export async function connectNats(options: {
     noAsyncTraces: true,
   });
   connected.set(nc, true);
+  // One socket write per event-loop turn (nats-write-coalescing.ts).
+  if (!coalesceNatsWrites(nc)) options.logger.warn("nats.js transport not recognised: NATS writes are not coalesced");
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect") connected.set(nc, false);
