@@ -13,7 +13,7 @@ let reader: NatsConnection;
 
 beforeAll(async () => {
   nats = await startTestNats();
-  writer = await connectNats({ url: nats.url, name: "writer", logger });
+  writer = await connectNats({ url: nats.url, name: "writer", logger, coalesceWrites: true });
   reader = await connectNats({ url: nats.url, name: "reader", logger });
 });
 afterAll(async () => {

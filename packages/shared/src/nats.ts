@@ -49,6 +49,13 @@ export async function connectNats(options: {
   logger: Logger;
   user?: string | undefined;
   pass?: string | undefined;
+  /**
+   * One socket write per event-loop turn, for every NATS connection of the
+   * process (nats-write-coalescing.ts). For processes whose turns are short
+   * (the gateway: HTTP in, NATS out); where consumer batches are parsed, a turn
+   * can last tens of milliseconds and the cork would hold RPC replies behind it.
+   */
+  coalesceWrites?: boolean;
 }): Promise<NatsConnection> {
   const nc = await connect({
     servers: options.url.split(","),
@@ -62,8 +69,7 @@ export async function connectNats(options: {
     noAsyncTraces: true,
   });
   connected.set(nc, true);
-  // One socket write per event-loop turn (nats-write-coalescing.ts).
-  if (!coalesceNatsWrites(nc)) options.logger.warn("nats.js transport not recognised: NATS writes are not coalesced");
+  if (options.coalesceWrites && !coalesceNatsWrites(nc)) options.logger.warn("nats.js transport not recognised: NATS writes are not coalesced");
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "disconnect") connected.set(nc, false);

@@ -40,13 +40,22 @@ export async function runServiceProcess<C extends ServiceProcessConfig>(options:
   schema: string;
   /** Create the streams (the domain services do; the gateway only checks the binding). */
   ensureStreams?: boolean;
+  /** One NATS socket write per event-loop turn (connectNats' coalesceWrites). */
+  coalesceNatsWrites?: boolean;
   start(context: ServiceContext): Promise<Pick<RunningService, "readiness" | "stop">>;
 }): Promise<void> {
   const { name, config } = options;
   const logger = createLogger(name, config.LOG_LEVEL);
   const metrics = createMetrics({ service: name, processMetrics: true });
   const ops = await startOpsServer({ port: config.OPS_PORT, metrics, logger });
-  const nc = await connectNats({ url: config.NATS_URL, name, logger, user: config.NATS_USER, pass: config.NATS_PASSWORD });
+  const nc = await connectNats({
+    url: config.NATS_URL,
+    name,
+    logger,
+    user: config.NATS_USER,
+    pass: config.NATS_PASSWORD,
+    coalesceWrites: options.coalesceNatsWrites ?? false,
+  });
   await bindDeploymentOrExit({ nc, databaseUrl: config.databaseUrl, schema: options.schema, logger, replicas: config.NATS_STREAM_REPLICAS });
   if (options.ensureStreams ?? true) await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
   const service = await options.start({ nc, logger, metrics });

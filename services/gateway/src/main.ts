@@ -22,6 +22,8 @@ await runServiceProcess({
   config: { ...config, databaseUrl: config.identityDatabaseUrl },
   schema: "identity",
   ensureStreams: false,
+  // Each HTTP request arrives in an I/O callback of its own: its NATS request was a socket write of its own.
+  coalesceNatsWrites: true,
   async start({ nc, logger, metrics }) {
     const database = openServiceDatabase({ schema: "identity", url: config.identityDatabaseUrl, max: 10, metrics, logger });
     const identity = createIdentityStore(database.sql);
