@@ -54,7 +54,7 @@ export async function runServiceProcess<C extends ServiceProcessConfig>(options:
     logger,
     user: config.NATS_USER,
     pass: config.NATS_PASSWORD,
-    coalesceWrites: options.coalesceNatsWrites ?? false,
+    coalesceWrites: options.coalesceNatsWrites,
   });
   await bindDeploymentOrExit({ nc, databaseUrl: config.databaseUrl, schema: options.schema, logger, replicas: config.NATS_STREAM_REPLICAS });
   if (options.ensureStreams ?? true) await ensureStreams(nc, { replicas: config.NATS_STREAM_REPLICAS });
