@@ -142,17 +142,18 @@ export function ingestNote(run: IngestRun): string {
 export const OFFER_HEADROOM = 1.25;
 
 /**
- * One stretch of a read mix: `profile.ingestSeconds` worth of events at
- * `readsPerSecond` (the target), drawn by `reads`, offered OFFER_HEADROOM
- * times faster, until every effect is visible.
+ * One stretch of a read mix: `seconds` (default `profile.ingestSeconds`)
+ * worth of events at `readsPerSecond` (the target), drawn by `reads`, offered
+ * OFFER_HEADROOM times faster, until every effect is visible.
  */
 export function runMix(
   ctx: Pick<BenchContext, "profile" | "fleet" | "scans" | "watch" | "orgId" | "markers" | "cpu">,
   ingest: IngestAccess,
   readsPerSecond: number,
   reads: (fleet: FleetModel) => { location: number; assets: number[] },
+  seconds = ctx.profile.ingestSeconds,
 ): Promise<IngestRun> {
-  const events = (readsPerSecond * ctx.profile.ingestSeconds) / TAGS_PER_EVENT;
+  const events = Math.round((readsPerSecond * seconds) / TAGS_PER_EVENT);
   const scans = Array.from({ length: events }, () => {
     const drawn = reads(ctx.fleet);
     return ctx.scans.build(
@@ -164,8 +165,9 @@ export function runMix(
 }
 
 /**
- * An ingest case: a mix (runMix) whose rate is reads/s from the first publish
- * until the last event's effects are visible through the API.
+ * An ingest case: a mix (runMix) of `profile.sustainedIngestSeconds` whose
+ * rate is reads/s from the first publish until the last event's effects are
+ * visible through the API.
  */
 export function ingestCase(
   name: CaseName,
@@ -178,7 +180,7 @@ export function ingestCase(
     target,
     async run(ctx) {
       if (!ctx.ingest) return [skippedRow(name, target, "no NATS (set NATS_URL)")];
-      const run = await runMix(ctx, ctx.ingest, readsPerSecond, reads);
+      const run = await runMix(ctx, ctx.ingest, readsPerSecond, reads, ctx.profile.sustainedIngestSeconds);
       return [
         {
           name,

@@ -18,7 +18,7 @@ import { runIsolated } from "./db/batch-isolation.ts";
 import { scanStatusHandler } from "./handlers/scan-status-handler.ts";
 import { historyListHandler } from "./handlers/history-handler.ts";
 import { metricsHandler, startCounterLog } from "./handlers/metrics-handler.ts";
-import { catalogConsumerSpec, scanConsumerSpec } from "./handlers/stream-consumers.ts";
+import { catalogConsumerSpec, DEFAULT_SCAN_BATCH_SIZE, scanConsumerSpec } from "./handlers/stream-consumers.ts";
 import { createHistoryService } from "./history/history-service.ts";
 import { createReplicaService, prepareCatalogConsumer } from "./replica/replica-service.ts";
 import { createPositionPublisher } from "./scans/position-publisher.ts";
@@ -48,7 +48,7 @@ export interface TrackingOptions {
 }
 
 export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
-  scanBatchSize: 500,
+  scanBatchSize: DEFAULT_SCAN_BATCH_SIZE,
   scanAckWaitMs: 15_000,
   catalogAckWaitMs: 5000,
   catalogBatchSize: 256,

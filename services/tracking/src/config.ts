@@ -2,10 +2,11 @@
 import { z } from "zod";
 import { BaseServiceEnv, parseConfig, serviceDatabaseUrl } from "@whereabouts/shared";
 import type { TrackingOptions } from "./app.ts";
+import { DEFAULT_SCAN_BATCH_SIZE } from "./handlers/stream-consumers.ts";
 
 export const TrackingEnv = BaseServiceEnv.extend({
-  /** Scan messages per batch (one transaction each). */
-  TRACKING_SCAN_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
+  /** Scan messages per batch at most (one transaction each; see DEFAULT_SCAN_BATCH_SIZE). */
+  TRACKING_SCAN_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_SCAN_BATCH_SIZE),
   /** How long a fetched scan may stay unacked before JetStream redelivers it. */
   TRACKING_SCAN_ACK_WAIT_MS: z.coerce.number().int().min(500).default(15_000),
   /** Short: a delivery stranded on a stopped replica holds the catch-up ack floor until redelivered. */

@@ -59,6 +59,14 @@ describe("shapeBatch", () => {
     expect(ties).toEqual([a, c]);
   });
 
+  it("numbers each asset's history rows in time order (their insert passes), a tied or suppressed scan taking none", () => {
+    const rows = [scan(2, 30, 0), scan(1, 10, 1), scan(2, 10, 2), scan(2, 20, 3), scan(2, 20, 4), scan(3, 5, 5), scan(1, 5, 6, { keep: false })];
+    const { firsts, firstPasses, ties } = shapeBatch(rows);
+    expect(firsts).toEqual([rows[1], rows[2], rows[3], rows[0], rows[5]]);
+    expect(firstPasses).toEqual([0, 0, 1, 2, 0]);
+    expect(ties).toEqual([rows[4]]);
+  });
+
   it("keeps no history row and no keptAt for an asset whose scans were all suppressed", () => {
     const rows = [scan(4, 1, 0, { keep: false }), scan(4, 2, 1, { keep: false })];
     const { assets, firsts, ties } = shapeBatch(rows);

@@ -45,6 +45,9 @@ interface GoodScan {
   unresolved?: ScanTag[];
 }
 
+/** Scan messages parsed between yields to the event loop. */
+const PARSE_SLICE = 500;
+
 const toScanMessage = (msg: JsMsg): ScanMessage => ({
   subject: msg.subject,
   data: msg.data,
@@ -96,7 +99,10 @@ export function createScanService(deps: {
     const skipped: JsMsg[] = [];
     const refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }> = [];
     let parsed: Array<{ msg: JsMsg; scan: ParsedScan }> = [];
-    for (const msg of ordered) {
+    for (const [i, msg] of ordered.entries()) {
+      // A full batch (DEFAULT_SCAN_BATCH_SIZE) takes 50-150 ms to parse: between slices of it, the requests waiting
+      // on this process (history reads) go first.
+      if (i > 0 && i % PARSE_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       const result = parseScanMessage(toScanMessage(msg));
       if (result.kind === "skip") skipped.push(msg);
       else if (result.kind === "refused") refused.push({ msg, refusal: result });
