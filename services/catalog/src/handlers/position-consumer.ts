@@ -5,6 +5,7 @@
  * ones only. Positions are scan data: reads never wait for this consumer
  * (ARCHITECTURE.md rule 4); they show what it has applied.
  */
+import { setImmediate } from "node:timers/promises";
 import {
   decodeJson,
   DURABLES,
@@ -72,7 +73,7 @@ export function positionBatchHandler(db: CatalogClient, onMoved?: (orgIds: Set<n
       // A positions message takes 2-3 ms to decode and check (1,000 items) and a batch
       // holds up to 4 MiB of them: between messages, requests waiting on this process
       // (API reads) go first.
-      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (i > 0) await setImmediate();
       let parsed;
       try {
         parsed = positionEventsOf(msg.subject, decodeJson(msg.data));

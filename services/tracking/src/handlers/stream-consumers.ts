@@ -14,7 +14,7 @@ import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, SCAN_DAT
  * (catch-up, resolution, a transaction) are paid once. 500-event batches
  * (5,000 reads) wrote 88% of their reads as position changes over 20,000
  * assets, 5,000-event batches 37%. Alternated, 500,000 reads over 20,000
- * assets: steady 13,497 -> 21,494 / 20,604 reads/s (stack CPU 124 -> 74 / 77
+ * assets (before history rows went in passes, scan-store.ts): steady 13,497 -> 21,494 / 20,604 reads/s (stack CPU 124 -> 74 / 77
  * ms per 1,000 reads), churn 8,208 -> 14,673 / 14,312 (199 -> 109 / 115 ms).
  */
 export const DEFAULT_SCAN_BATCH_SIZE = 5000;

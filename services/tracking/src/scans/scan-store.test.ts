@@ -87,6 +87,22 @@ describe("history rows of a scan batch", () => {
     expect(after).toEqual({ prev: "10:00:20", count: 7 });
   });
 
+  it("inserts a batch's new rows in passes (each asset's first, then each one's second, ...), every row kept", async () => {
+    await inTransaction(db, (tx) => recordScans(tx, [scan(3, 1), scan(4, 1)]));
+    // Given out of order: three new rows of each asset.
+    await inTransaction(db, (tx) => recordScans(tx, [scan(4, 4, 41), scan(3, 3, 33), scan(3, 2, 32), scan(4, 3, 43), scan(4, 2, 42), scan(3, 4, 34)]));
+    expect(await historyOf(3)).toEqual([[1, 0, 10], [2, 0, 32], [3, 0, 33], [4, 0, 34]]);
+    expect(await historyOf(4)).toEqual([[1, 0, 10], [2, 0, 42], [3, 0, 43], [4, 0, 41]]);
+    // Heap order is insert order (the table only grows here): neighbours in the key are never inserted back to back,
+    // which Postgres would take for an ascending insert and split index pages after (see recordScans).
+    const inserted = await query<{ asset_id: number; location_id: number }>(
+      db,
+      `SELECT asset_id, location_id FROM tracking.history WHERE org_id = $1 AND asset_id IN (3, 4) AND location_id <> 10 ORDER BY ctid`,
+      [ORG],
+    );
+    expect(inserted.map((r) => [r.asset_id, r.location_id])).toEqual([[3, 32], [4, 42], [3, 33], [4, 43], [3, 34], [4, 41]]);
+  });
+
   it("orders two transactions writing one asset at one instant by its position row: the second's row becomes a tie", async () => {
     await inTransaction(db, (tx) => recordScans(tx, [scan(2, 1)]));
     let releaseFirst!: () => void;
