@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool } from "./db.ts";
-import { arrayLiteral, sqlQuery, statementParams } from "./sql.ts";
+import { arrayLiteral, PLANNED_ARRAY_LENGTH, sqlQuery, statementParams } from "./sql.ts";
 import { isLockConflict, sqlQueryOne, sqlStateOf } from "./sql.ts";
 import { ConnectionWaitTimeoutError, createSqlClient, TransactionTimeoutError, type SqlClient } from "./sql-client.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
@@ -77,6 +77,34 @@ describe("values, as Prisma's pg adapter returned them", () => {
     }
   });
 
+
+  it("runs a statement whose arrays hold a batch unnamed, through both SQL surfaces: planned for the rows it carries", async () => {
+    // Joined CTEs over unnest: a generic plan takes each for 10 rows and may join them in a nested loop.
+    const text = (tag: string) =>
+      `WITH a AS (SELECT * FROM unnest($1::int[]) AS a(id)), b AS (SELECT * FROM unnest($1::int[]) AS b(id))
+       SELECT count(*)::int AS n, '${tag}' AS tag FROM a JOIN b USING (id)`;
+    const preparedAs = (tx: Parameters<Parameters<SqlClient["$transaction"]>[0]>[0], tag: string) =>
+      tx.$queryRawUnsafe<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%''${tag}'' AS tag%'`);
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => i);
+    const counts = await client.$transaction(async (tx) => {
+      const answers: number[] = [];
+      for (const n of [PLANNED_ARRAY_LENGTH, PLANNED_ARRAY_LENGTH + 1]) {
+        answers.push((await tx.$queryRawUnsafe<Array<{ n: number }>>(text(`client ${n}`), ids(n)))[0]!.n);
+      }
+      return { answers, small: await preparedAs(tx, `client ${PLANNED_ARRAY_LENGTH}`), batch: await preparedAs(tx, `client ${PLANNED_ARRAY_LENGTH + 1}`) };
+    });
+    expect(counts).toEqual({ answers: [PLANNED_ARRAY_LENGTH, PLANNED_ARRAY_LENGTH + 1], small: [{ n: 1 }], batch: [{ n: 0 }] });
+
+    const connection = await client.pool.connect();
+    try {
+      await sqlQuery(connection, text("pool small"), [ids(3)]);
+      await sqlQuery(connection, text("pool batch"), [ids(5000)]);
+      const listed = await sqlQuery<{ statement: string }>(connection, `SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%''pool %'' AS tag%' AND statement NOT LIKE '%pg_prepared_statements%'`);
+      expect(listed.map((r) => r.statement.match(/'pool (\w+)'/)![1])).toEqual(["small"]);
+    } finally {
+      connection.release();
+    }
+  });
   it("runs parameterless text as a simple query (several statements)", async () => {
     const rows = await client.$queryRawUnsafe<Array<{ n: number }>>(`SET LOCAL work_mem = '8MB'; SELECT 7 AS n`);
     expect(rows).toEqual([{ n: 7 }]);

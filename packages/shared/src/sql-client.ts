@@ -14,8 +14,8 @@
  *
  * Parameters: BigInt travels as text (pg cannot serialize it), Dates as UTC
  * ISO text, arrays element by element, null as NULL. Statements with
- * parameters are prepared once per connection (sql.ts's naming) unless the
- * client is made with `prepare: false`; statements without go as simple
+ * parameters are prepared once per connection (sql.ts's naming: not those
+ * carrying a batch's arrays) unless the client is made with `prepare: false`; statements without go as simple
  * queries, as Prisma sent them (DDL, several statements).
  *
  * Why `prepare: false` exists: a prepared statement whose tables were
@@ -112,8 +112,9 @@ async function run(db: Queryable, text: string, values: unknown[], prepare: bool
     const result = (await db.query({ text, types: TYPES })) as pg.QueryResult | pg.QueryResult[];
     return Array.isArray(result) ? result[result.length - 1]! : result;
   }
-  const params = statementParams(values.map(sqlParam));
-  const name = prepare ? statementName(text) : undefined;
+  const plain = values.map(sqlParam);
+  const name = prepare ? statementName(text, plain) : undefined;
+  const params = statementParams(plain);
   return db.query(name ? { name, text, values: params, types: TYPES } : { text, values: params, types: TYPES });
 }
 

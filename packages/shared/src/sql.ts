@@ -20,8 +20,27 @@ export type SqlTx = pg.PoolClient;
 const MAX_PREPARED = 2000;
 const names = new Map<string, string>();
 
-/** The prepared statement name for a text (undefined once the cache is full: run unnamed). */
-export function statementName(text: string): string | undefined {
+/**
+ * Array parameters longer than this make a statement run unnamed, planned
+ * for the rows it carries. After five runs a named statement may keep a
+ * generic plan, made without its parameters' values: there `unnest($1)` is
+ * taken for 10 rows, and a batch statement's joins between its CTEs became
+ * nested loops. Tracking's scan batch joined the history rows it had to insert
+ * through ON CONFLICT (all of them, for assets never scanned before) against
+ * those it did insert that way: 64,000 reads of 64 scans made 4 billion
+ * comparisons and the batch ran past its 60 s timeout. A batch pays its
+ * planning (well under a millisecond) once; API statements, whose arrays are
+ * a page of ids or a record's tags, keep their prepared plans.
+ */
+export const PLANNED_ARRAY_LENGTH = 100;
+
+/**
+ * The prepared statement name for a text, or undefined to run it unnamed:
+ * when an array parameter is longer than PLANNED_ARRAY_LENGTH (above), or
+ * once the cache is full.
+ */
+export function statementName(text: string, values: readonly unknown[] = []): string | undefined {
+  if (values.some((v) => Array.isArray(v) && v.length > PLANNED_ARRAY_LENGTH)) return undefined;
   let name = names.get(text);
   if (name === undefined && names.size < MAX_PREPARED) {
     name = `s${createHash("sha1").update(text).digest("base64url").slice(0, 20)}`;
@@ -69,7 +88,7 @@ export function statementParams(values: unknown[]): unknown[] {
 }
 
 export async function sqlQuery<T>(db: Sql, text: string, values: unknown[] = []): Promise<T[]> {
-  const name = statementName(text);
+  const name = statementName(text, values);
   const params = statementParams(values);
   const result = await db.query(name ? { name, text, values: params } : { text, values: params });
   return result.rows as T[];
@@ -81,7 +100,7 @@ export async function sqlQueryOne<T>(db: Sql, text: string, values: unknown[] = 
 
 /** Rows the statement affected. */
 export async function sqlExecute(db: Sql, text: string, values: unknown[] = []): Promise<number> {
-  const name = statementName(text);
+  const name = statementName(text, values);
   const params = statementParams(values);
   const result = await db.query(name ? { name, text, values: params } : { text, values: params });
   return result.rowCount ?? 0;
