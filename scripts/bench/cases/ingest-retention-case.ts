@@ -9,7 +9,8 @@
  * alone once more. The row says the ingest rate with retention, its ratio to
  * the runs alone (mean of the run before and the run after, so a drift over
  * the case weighs on both sides), and how many old rows were removed during
- * the run; retention is then switched off again.
+ * the run; retention is then switched off again. Each run is as long as
+ * ingest-steady's (profile.sustainedIngestSeconds).
  */
 import { atLeast, skippedRow, type Target } from "../bench-case.ts";
 import type { BenchCase } from "../bench-context.ts";
@@ -45,7 +46,8 @@ export const ingestRetentionCase: BenchCase = {
         ).rows[0]!.n,
       );
     const ingest = ctx.ingest;
-    const steady = () => runMix(ctx, ingest, READS_PER_SECOND, (fleet) => fleet.steadyReads());
+    // As long as ingest-steady's run (its target is the same rate), so the three compare with it and each other.
+    const steady = () => runMix(ctx, ingest, READS_PER_SECOND, (fleet) => fleet.steadyReads(), ctx.profile.sustainedIngestSeconds);
     try {
       const aloneBefore = await steady();
       const seeded = Date.now();
