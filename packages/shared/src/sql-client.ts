@@ -14,9 +14,10 @@
  *
  * Parameters: BigInt travels as text (pg cannot serialize it), Dates as UTC
  * ISO text, arrays element by element, null as NULL. Statements with
- * parameters are prepared once per connection (sql.ts's naming: not those
- * carrying a batch's arrays) unless the client is made with `prepare: false`; statements without go as simple
- * queries, as Prisma sent them (DDL, several statements).
+ * parameters are prepared once per connection (sql.ts's naming; not those
+ * carrying a batch's arrays) unless the client is made with `prepare:
+ * false`; statements without go as simple queries, as Prisma sent them (DDL,
+ * several statements).
  *
  * Why `prepare: false` exists: a prepared statement whose tables were
  * renamed away re-checks its plan by first locking the tables it was
