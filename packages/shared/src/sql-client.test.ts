@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool } from "./db.ts";
 import { arrayLiteral, PLANNED_ARRAY_LENGTH, sqlQuery, statementParams } from "./sql.ts";
 import { isLockConflict, sqlQueryOne, sqlStateOf } from "./sql.ts";
-import { ConnectionWaitTimeoutError, createSqlClient, TransactionTimeoutError, type SqlClient } from "./sql-client.ts";
+import { ConnectionWaitTimeoutError, createSqlClient, TransactionTimeoutError, type SqlClient, type SqlRunner } from "./sql-client.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/index.ts";
 
 let db: TestDatabase;
@@ -83,7 +83,7 @@ describe("values, as Prisma's pg adapter returned them", () => {
     const text = (tag: string) =>
       `WITH a AS (SELECT * FROM unnest($1::int[]) AS a(id)), b AS (SELECT * FROM unnest($1::int[]) AS b(id))
        SELECT count(*)::int AS n, '${tag}' AS tag FROM a JOIN b USING (id)`;
-    const preparedAs = (tx: Parameters<Parameters<SqlClient["$transaction"]>[0]>[0], tag: string) =>
+    const preparedAs = (tx: SqlRunner, tag: string) =>
       tx.$queryRawUnsafe<Array<{ n: number }>>(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%''${tag}'' AS tag%'`);
     const ids = (n: number) => Array.from({ length: n }, (_, i) => i);
     const counts = await client.$transaction(async (tx) => {

@@ -18,7 +18,8 @@ import { runIsolated } from "./db/batch-isolation.ts";
 import { scanStatusHandler } from "./handlers/scan-status-handler.ts";
 import { historyListHandler } from "./handlers/history-handler.ts";
 import { metricsHandler, startCounterLog } from "./handlers/metrics-handler.ts";
-import { catalogConsumerSpec, DEFAULT_SCAN_BATCH_SIZE, scanConsumerSpec } from "./handlers/stream-consumers.ts";
+import { catalogConsumerSpec, scanConsumerSpec } from "./handlers/stream-consumers.ts";
+import { DEFAULT_TRACKING_OPTIONS, type TrackingOptions } from "./config.ts";
 import { createHistoryService } from "./history/history-service.ts";
 import { createReplicaService, prepareCatalogConsumer } from "./replica/replica-service.ts";
 import { createPositionPublisher } from "./scans/position-publisher.ts";
@@ -26,38 +27,6 @@ import { createScanCounters } from "./scans/scan-metrics.ts";
 import { createScanService } from "./scans/scan-service.ts";
 import { startScanKeyRetention, undeliverableThrough } from "./scans/scan-key-retention.ts";
 import { startHistoryRetention } from "./history/history-retention.ts";
-
-export interface TrackingOptions {
-  scanBatchSize: number;
-  scanAckWaitMs: number;
-  /**
-   * Short on purpose: catch-up waits on the CATALOG durable's ack floor, and a
-   * message delivered to a replica that stopped or died holds that floor
-   * until it is redelivered (scans and history reads wait meanwhile).
-   */
-  catalogAckWaitMs: number;
-  catalogBatchSize: number;
-  catchUpTimeoutMs: number;
-  dbPoolSize: number;
-  /** How often the ingestion counters are logged when they changed (0: never). */
-  metricsLogIntervalMs: number;
-  /** How often history retention runs (organizations with history_retention_days). */
-  retentionIntervalMs: number;
-  /** Percent of wall time a retention pass may be busy (history-retention.ts). */
-  retentionDutyPercent: number;
-}
-
-export const DEFAULT_TRACKING_OPTIONS: TrackingOptions = {
-  scanBatchSize: DEFAULT_SCAN_BATCH_SIZE,
-  scanAckWaitMs: 15_000,
-  catalogAckWaitMs: 5000,
-  catalogBatchSize: 256,
-  catchUpTimeoutMs: 3000,
-  dbPoolSize: 10,
-  metricsLogIntervalMs: 60_000,
-  retentionIntervalMs: 60_000,
-  retentionDutyPercent: 25,
-};
 
 export interface TrackingDeps {
   nc: NatsConnection;
