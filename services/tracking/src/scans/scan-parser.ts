@@ -4,6 +4,7 @@
  * branch that SCANS also captures). Pure: no I/O.
  */
 import {
+  acceptScanEvent,
   formatMicros,
   MAX_ID,
   parseRfc3339,
@@ -79,15 +80,18 @@ export function parseScanMessage(msg: ScanMessage): ScanParse {
   } catch {
     return refuse("invalid_json", "payload is not valid UTF-8 JSON");
   }
-  const parsed = ScanEvent.safeParse(json);
-  if (!parsed.success) {
-    const detail = parsed.error.issues
-      .slice(0, 3)
-      .map((i) => `${i.path.join(".") || "(payload)"}: ${i.message}`)
-      .join("; ");
-    return refuse("invalid_schema", detail);
+  let event = acceptScanEvent(json);
+  if (!event) {
+    const parsed = ScanEvent.safeParse(json);
+    if (!parsed.success) {
+      const detail = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join(".") || "(payload)"}: ${i.message}`)
+        .join("; ");
+      return refuse("invalid_schema", detail);
+    }
+    event = parsed.data;
   }
-  const event = parsed.data;
   const observed = parseRfc3339(event.observed_at)!;
   return {
     kind: "scan",

@@ -37,14 +37,25 @@ import { claimKeys, currentPositions, recordScans, type PositionState, type Scan
 import { createSmoother } from "./smoothing.ts";
 import { eventIdOfKey, isHandheldSubject, recordOutcomes, type ScanOutcome } from "./scan-outcomes.ts";
 
+/**
+ * A scan that resolved, as the rest of its batch needs it: not the parsed
+ * payload, whose tags (two objects and a string per read) would otherwise stay
+ * alive through the commit and the announcement after it.
+ */
 interface GoodScan {
   msg: JsMsg;
-  scan: ParsedScan;
+  orgId: number;
+  /** Idempotency key (scan-parser.ts). */
+  key: string;
+  observedAt: string;
+  observedUs: number;
   locationId: number;
   assetIds: number[];
   /** Handheld submissions only (scan-outcomes.ts): the tags that resolved to no asset. */
   unresolved?: ScanTag[];
 }
+
+type Refused = { msg: JsMsg; refusal: Omit<RefusedScan, "kind"> };
 
 /** Scan messages parsed between yields to the event loop. */
 const PARSE_SLICE = 500;
@@ -53,7 +64,10 @@ const toScanMessage = (msg: JsMsg): ScanMessage => ({
   subject: msg.subject,
   data: msg.data,
   seq: msg.seq,
-  timestampNanos: msg.timestampNanos,
+  // Read only for a scan without an event_id: parsing it from the reply subject for every scan was 1% of tracking's CPU.
+  get timestampNanos() {
+    return msg.timestampNanos;
+  },
 });
 
 function locationRefKey(orgId: number, ref: ParsedScan["location"]): string {
@@ -86,20 +100,12 @@ export function createScanService(deps: {
     }
   }
 
-  /**
-   * Steps 1-4 (through the commit). Returns step 5-6: announce, dead-letter,
-   * settle, which the caller runs while the next batch is being committed.
-   */
-  async function commitBatch(messages: JsMsg[]): Promise<() => Promise<void>> {
-    const { timings, lap, totalMs } = phaseTimer();
-    // The catch-up asks JetStream where CATALOG stands now; any moment after these scans arrived will do, so it is
-    // asked while they are parsed. Awaited only when a scan needs it; never left unhandled.
-    const caughtUp = deps.catchUp();
-    caughtUp.catch(() => undefined);
+  /** Step 1: each message parsed, refused (to dead-letter) or skipped, in stream order. */
+  async function parseBatch(messages: JsMsg[]) {
     const ordered = [...messages].sort((a, b) => a.seq - b.seq);
     const skipped: JsMsg[] = [];
-    const refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }> = [];
-    let parsed: Array<{ msg: JsMsg; scan: ParsedScan }> = [];
+    const refused: Refused[] = [];
+    const parsed: Array<{ msg: JsMsg; scan: ParsedScan }> = [];
     for (const [i, msg] of ordered.entries()) {
       // 2,000 scans took 45-90 ms to parse here: between slices of a full batch (DEFAULT_SCAN_BATCH_SIZE), the
       // requests waiting on this process (history reads) go first.
@@ -109,112 +115,140 @@ export function createScanService(deps: {
       else if (result.kind === "refused") refused.push({ msg, refusal: result });
       else parsed.push({ msg, scan: result });
     }
+    return { skipped, refused, parsed };
+  }
+
+  /**
+   * Step 3: organizations, locations and tags resolved against the replica
+   * (read after the catch-up: every catalog write, settings included,
+   * published before the batch's scans is in it). Refusals join `refused`.
+   */
+  async function resolveBatch(parsed: Array<{ msg: JsMsg; scan: ParsedScan }>, refused: Refused[]) {
+    const locationIndex = new Map<string, number>();
+    const locationRefs: LocationRef[] = [];
+    // Each distinct tag once, by organization, type and value (the scan's own strings as keys: no key is built per
+    // read); each scan's tags as indexes into tagRefs.
+    const tagIndex = new Map<number, Map<string, Map<string, number>>>();
+    const tagSlots = new Map<ParsedScan, number[]>();
+    const tagRefs: TagRef[] = [];
+    for (const { scan } of parsed) {
+      const lk = locationRefKey(scan.orgId, scan.location);
+      if (!locationIndex.has(lk)) {
+        locationIndex.set(lk, locationRefs.length);
+        const ref = scan.location;
+        locationRefs.push(
+          "scan_point" in ref
+            ? { orgId: scan.orgId, source: ref.scan_point.source, antenna: ref.scan_point.antenna }
+            : "id" in ref
+            ? { orgId: scan.orgId, id: ref.id }
+            : "external_key" in ref
+              ? { orgId: scan.orgId, externalKey: ref.external_key }
+              : { orgId: scan.orgId, tagType: ref.tag_type, value: ref.value },
+        );
+      }
+      let byType = tagIndex.get(scan.orgId);
+      if (!byType) tagIndex.set(scan.orgId, (byType = new Map()));
+      const slots: number[] = new Array(scan.tags.length);
+      for (let j = 0; j < scan.tags.length; j++) {
+        const tag = scan.tags[j]!;
+        let byValue = byType.get(tag.tag_type);
+        if (!byValue) byType.set(tag.tag_type, (byValue = new Map()));
+        let slot = byValue.get(tag.value);
+        if (slot === undefined) {
+          byValue.set(tag.value, (slot = tagRefs.length));
+          tagRefs.push({ orgId: scan.orgId, tagType: tag.tag_type, value: tag.value });
+        }
+        slots[j] = slot;
+      }
+      tagSlots.set(scan, slots);
+    }
+    // The organizations and the locations at once (an unknown organization's references find nothing), then the
+    // tags, most from memory under the organizations' tokens.
+    const [orgs, locations]: [KnownOrgs, Array<number | null>] = await Promise.all([
+      knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]),
+      resolveLocations(db, locationRefs),
+    ]);
+    const assets = await tags.resolve(db, tagRefs, orgs);
 
     const good: GoodScan[] = [];
     let unresolvedTags = 0;
-    // Read after the catch-up: every catalog write (settings included) published before the batch's scans is in it.
+    for (const { msg, scan } of parsed) {
+      if (!orgs.versions.has(scan.orgId)) {
+        refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
+        continue;
+      }
+      const locationId = locations[locationIndex.get(locationRefKey(scan.orgId, scan.location))!];
+      if (locationId == null) {
+        const point = "scan_point" in scan.location ? scan.location.scan_point : undefined;
+        refused.push({
+          msg,
+          refusal: point
+            ? {
+                org: String(scan.orgId),
+                reason: "unknown_scan_point",
+                detail: `no live scan point maps source '${point.source}'${point.antenna === null ? "" : ` antenna ${point.antenna}`} to a live location`,
+              }
+            : { org: String(scan.orgId), reason: "unknown_location", detail: "location does not name a live location" },
+        });
+        continue;
+      }
+      const assetIds = new Set<number>();
+      let unresolved = 0;
+      const handheld = isHandheldSubject(msg.subject);
+      const unresolvedOnes: ScanTag[] = [];
+      const slots = tagSlots.get(scan)!;
+      for (let j = 0; j < scan.tags.length; j++) {
+        const tag = scan.tags[j]!;
+        const assetId = assets[slots[j]!];
+        if (assetId == null) {
+          unresolved++;
+          if (handheld) unresolvedOnes.push(tag);
+        } else assetIds.add(assetId);
+      }
+      if (!assetIds.size) {
+        refused.push({
+          msg,
+          refusal: { org: String(scan.orgId), reason: "no_resolved_tags", detail: `none of ${scan.tags.length} tags resolves to an asset` },
+        });
+        continue;
+      }
+      unresolvedTags += unresolved;
+      const { orgId, key, observedAt, observedUs } = scan;
+      good.push({ msg, orgId, key, observedAt, observedUs, locationId, assetIds: [...assetIds], ...(handheld ? { unresolved: unresolvedOnes } : {}) });
+    }
+    return { good, unresolvedTags, orgs };
+  }
+
+  /**
+   * Steps 1-4 (through the commit). Returns step 5-6: announce, dead-letter,
+   * settle, which the caller runs while the next batch is being committed.
+   * The parsed payloads are garbage once resolved: only what the commit and
+   * the announcement need outlives step 3 (settleStep's closure holds nothing
+   * else while the next batch commits).
+   */
+  async function commitBatch(messages: JsMsg[]): Promise<() => Promise<void>> {
+    const timer = phaseTimer();
+    // The catch-up asks JetStream where CATALOG stands now; any moment after these scans arrived will do, so it is
+    // asked while they are parsed. Awaited only when a scan needs it; never left unhandled.
+    const caughtUp = deps.catchUp();
+    caughtUp.catch(() => undefined);
+    const { skipped, refused, parsed } = await parseBatch(messages);
+    timer.lap("parse_ms");
+    let good: GoodScan[] = [];
+    let unresolvedTags = 0;
     let orgs: KnownOrgs = { versions: new Map(), windows: new Map(), nowMs: 0 };
-    let locations: Array<number | null> = [];
-    lap("parse_ms");
     if (parsed.length) {
       await caughtUp;
-      lap("catch_up_ms");
-      await dataPhase(async () => {
-        const locationIndex = new Map<string, number>();
-        const locationRefs: LocationRef[] = [];
-        // Each distinct tag once, by organization, type and value (the scan's own strings as keys: no key is built per
-        // read); each scan's tags as indexes into tagRefs.
-        const tagIndex = new Map<number, Map<string, Map<string, number>>>();
-        const tagSlots = new Map<ParsedScan, number[]>();
-        const tagRefs: TagRef[] = [];
-        for (const { scan } of parsed) {
-          const lk = locationRefKey(scan.orgId, scan.location);
-          if (!locationIndex.has(lk)) {
-            locationIndex.set(lk, locationRefs.length);
-            const ref = scan.location;
-            locationRefs.push(
-              "scan_point" in ref
-                ? { orgId: scan.orgId, source: ref.scan_point.source, antenna: ref.scan_point.antenna }
-                : "id" in ref
-                ? { orgId: scan.orgId, id: ref.id }
-                : "external_key" in ref
-                  ? { orgId: scan.orgId, externalKey: ref.external_key }
-                  : { orgId: scan.orgId, tagType: ref.tag_type, value: ref.value },
-            );
-          }
-          let byType = tagIndex.get(scan.orgId);
-          if (!byType) tagIndex.set(scan.orgId, (byType = new Map()));
-          const slots: number[] = new Array(scan.tags.length);
-          for (let j = 0; j < scan.tags.length; j++) {
-            const tag = scan.tags[j]!;
-            let byValue = byType.get(tag.tag_type);
-            if (!byValue) byType.set(tag.tag_type, (byValue = new Map()));
-            let slot = byValue.get(tag.value);
-            if (slot === undefined) {
-              byValue.set(tag.value, (slot = tagRefs.length));
-              tagRefs.push({ orgId: scan.orgId, tagType: tag.tag_type, value: tag.value });
-            }
-            slots[j] = slot;
-          }
-          tagSlots.set(scan, slots);
-        }
-        // The organizations and the locations at once (an unknown organization's references find nothing), then the
-        // tags, most from memory under the organizations' tokens.
-        [orgs, locations] = await Promise.all([knownOrgs(db, [...new Set(parsed.map((p) => p.scan.orgId))]), resolveLocations(db, locationRefs)]);
-        const assets = await tags.resolve(db, tagRefs, orgs);
-        parsed = parsed.filter(({ msg, scan }) => {
-          if (orgs.versions.has(scan.orgId)) return true;
-          refused.push({ msg, refusal: { org: String(scan.orgId), reason: "unknown_org", detail: `organization ${scan.orgId} is not known` } });
-          return false;
-        });
-
-        for (const { msg, scan } of parsed) {
-          const locationId = locations[locationIndex.get(locationRefKey(scan.orgId, scan.location))!];
-          if (locationId == null) {
-            const point = "scan_point" in scan.location ? scan.location.scan_point : undefined;
-            refused.push({
-              msg,
-              refusal: point
-                ? {
-                    org: String(scan.orgId),
-                    reason: "unknown_scan_point",
-                    detail: `no live scan point maps source '${point.source}'${point.antenna === null ? "" : ` antenna ${point.antenna}`} to a live location`,
-                  }
-                : { org: String(scan.orgId), reason: "unknown_location", detail: "location does not name a live location" },
-            });
-            continue;
-          }
-          const assetIds = new Set<number>();
-          let unresolved = 0;
-          const handheld = isHandheldSubject(msg.subject);
-          const unresolvedOnes: ScanTag[] = [];
-          const slots = tagSlots.get(scan)!;
-          for (let j = 0; j < scan.tags.length; j++) {
-            const tag = scan.tags[j]!;
-            const assetId = assets[slots[j]!];
-            if (assetId == null) {
-              unresolved++;
-              if (handheld) unresolvedOnes.push(tag);
-            } else assetIds.add(assetId);
-          }
-          if (!assetIds.size) {
-            refused.push({
-              msg,
-              refusal: { org: String(scan.orgId), reason: "no_resolved_tags", detail: `none of ${scan.tags.length} tags resolves to an asset` },
-            });
-            continue;
-          }
-          unresolvedTags += unresolved;
-          good.push({ msg, scan, locationId, assetIds: [...assetIds], ...(handheld ? { unresolved: unresolvedOnes } : {}) });
-        }
-      });
+      timer.lap("catch_up_ms");
+      ({ good, unresolvedTags, orgs } = await dataPhase(() => resolveBatch(parsed, refused)));
+      parsed.length = 0;
     }
 
-    lap("resolve_ms");
+    timer.lap("resolve_ms");
     // Idempotency inside the batch too: the first scan with a key wins.
     const seenKeys = new Set<string>();
-    const unique = good.filter(({ scan }) => {
-      const k = `${scan.orgId}|${scan.key}`;
+    const unique = good.filter(({ orgId, key }) => {
+      const k = `${orgId}|${key}`;
       if (seenKeys.has(k)) return false;
       seenKeys.add(k);
       return true;
@@ -231,16 +265,16 @@ export function createScanService(deps: {
         inTransaction(db, async (tx) => {
           const claimed = await claimKeys(
             tx,
-            unique.map(({ scan }) => ({ orgId: scan.orgId, key: scan.key })),
+            unique.map(({ orgId, key }) => ({ orgId, key })),
           );
           const rows: ScanRow[] = [];
           const repeated: GoodScan[] = [];
           let fresh = 0;
           unique.forEach((good, ord) => {
-            const { scan, locationId, assetIds } = good;
-            if (!claimed.has(`${scan.orgId}|${scan.key}`)) return void repeated.push(good);
+            const { orgId, key, observedAt, observedUs, locationId, assetIds } = good;
+            if (!claimed.has(`${orgId}|${key}`)) return void repeated.push(good);
             fresh++;
-            for (const assetId of assetIds) rows.push({ orgId: scan.orgId, assetId, observedAt: scan.observedAt, observedUs: scan.observedUs, locationId, ord, keep: true });
+            for (const assetId of assetIds) rows.push({ orgId, assetId, observedAt, observedUs, locationId, ord, keep: true });
           });
           await smoother.apply(tx, rows, { locked, windows: orgs.windows });
           const recorded = await recordScans(tx, rows);
@@ -256,7 +290,7 @@ export function createScanService(deps: {
       changes = outcome.recorded.changes;
     }
 
-    lap("commit_ms");
+    timer.lap("commit_ms");
     // After commit: announce (again, for redelivered scans) and dead-letter.
     // A scan seen before is announced again, whatever JetStream's delivery
     // count says: a broker killed before it synced a consumer's state hands
@@ -266,8 +300,8 @@ export function createScanService(deps: {
     // so a `seen` (even one this batch's own fresh scans produce) would leave
     // catalog on the location before it.
     const again = new Map<string, { orgId: number; assetId: number }>();
-    for (const { scan, assetIds } of repeated) {
-      for (const assetId of assetIds) again.set(`${scan.orgId}|${assetId}`, { orgId: scan.orgId, assetId });
+    for (const { orgId, assetIds } of repeated) {
+      for (const assetId of assetIds) again.set(`${orgId}|${assetId}`, { orgId, assetId });
     }
     const announce: Array<{ state: PositionState; verb: PositionVerb }> = changes.map((state) => {
       const k = `${state.orgId}|${state.assetId}`;
@@ -279,48 +313,71 @@ export function createScanService(deps: {
       for (const state of states) announce.push({ state, verb: "moved" });
     }
     refused.sort((a, b) => a.msg.seq - b.msg.seq);
-    const outcomes = handheldOutcomes(good, refused);
+    return settleStep({
+      timer,
+      size: messages.length,
+      outcomes: handheldOutcomes(good, refused),
+      announce,
+      acked: [...skipped, ...good.map((g) => g.msg)],
+      refused,
+      counts: { fresh, duplicate: good.length - fresh, reads, unresolvedTags },
+    });
+  }
 
+  /**
+   * Steps 5-6 of a committed batch, as a closure over only what they need
+   * (made apart from commitBatch, whose scope holds the batch's working data).
+   */
+  function settleStep(batch: {
+    timer: ReturnType<typeof phaseTimer>;
+    size: number;
+    outcomes: ScanOutcome[];
+    announce: Array<{ state: PositionState; verb: PositionVerb }>;
+    /** Processed or skipped: acked. */
+    acked: JsMsg[];
+    refused: Refused[];
+    counts: { fresh: number; duplicate: number; reads: number; unresolvedTags: number };
+  }): () => Promise<void> {
     return async () => {
-      lap("queued_ms");
+      const { timer, outcomes, announce, refused, counts } = batch;
+      timer.lap("queued_ms");
       // Before the acks: a processed submission always has its outcome.
       if (outcomes.length) await recordOutcomes(db, outcomes);
       await Promise.all([
         deps.positions.publish(announce),
         ...refused.map(({ msg, refusal }) => deadLetter(js, msg, refusal)),
       ]);
-      lap("publish_ms");
-      for (const msg of skipped) msg.ack();
-      for (const { msg } of good) msg.ack();
+      timer.lap("publish_ms");
+      for (const msg of batch.acked) msg.ack();
       for (const { msg, refusal } of refused) {
         logger.warn({ subject: msg.subject, stream_seq: msg.seq, reason: refusal.reason, detail: refusal.detail }, "scan dead-lettered");
         metrics.deadLettered[refusal.reason]++;
         deps.counters.deadLettered(refusal.reason);
       }
       metrics.batches++;
-      metrics.scansProcessed += fresh;
-      metrics.scansDuplicate += good.length - fresh;
-      metrics.readsRecorded += reads;
-      metrics.tagsUnresolved += unresolvedTags;
+      metrics.scansProcessed += counts.fresh;
+      metrics.scansDuplicate += counts.duplicate;
+      metrics.readsRecorded += counts.reads;
+      metrics.tagsUnresolved += counts.unresolvedTags;
       metrics.positionEventsPublished += announce.length;
       deps.counters.record({
-        processed: fresh,
-        duplicate: good.length - fresh,
-        reads,
-        unresolved: unresolvedTags,
+        processed: counts.fresh,
+        duplicate: counts.duplicate,
+        reads: counts.reads,
+        unresolved: counts.unresolvedTags,
         events: announce.length,
       });
-      if (unresolvedTags) logger.info({ tags_unresolved: unresolvedTags }, "unresolved tags skipped");
+      if (counts.unresolvedTags) logger.info({ tags_unresolved: counts.unresolvedTags }, "unresolved tags skipped");
       logger.debug(
         {
-          size: messages.length,
-          scans: fresh,
-          duplicates: good.length - fresh,
-          reads,
+          size: batch.size,
+          scans: counts.fresh,
+          duplicates: counts.duplicate,
+          reads: counts.reads,
           dead_lettered: refused.length,
           events: announce.length,
-          ...timings,
-          total_ms: totalMs(),
+          ...timer.timings,
+          total_ms: timer.totalMs(),
         },
         "scan batch committed",
       );
@@ -328,12 +385,12 @@ export function createScanService(deps: {
   }
 
   /** What became of the handheld submissions of a batch (fixed readers' scans have no outcome rows). */
-  function handheldOutcomes(good: GoodScan[], refused: Array<{ msg: JsMsg; refusal: Omit<RefusedScan, "kind"> }>): ScanOutcome[] {
+  function handheldOutcomes(good: GoodScan[], refused: Refused[]): ScanOutcome[] {
     const out: ScanOutcome[] = [];
-    for (const { scan, locationId, assetIds, unresolved } of good) {
-      const eventId = eventIdOfKey(scan.key);
+    for (const { orgId, key, locationId, assetIds, unresolved } of good) {
+      const eventId = eventIdOfKey(key);
       if (!unresolved || eventId === undefined) continue;
-      out.push({ orgId: scan.orgId, eventId, status: "processed", locationId, assetIds, unresolvedTags: unresolved, reason: null });
+      out.push({ orgId, eventId, status: "processed", locationId, assetIds, unresolvedTags: unresolved, reason: null });
     }
     for (const { msg, refusal } of refused) {
       if (!isHandheldSubject(msg.subject)) continue;
