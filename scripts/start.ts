@@ -77,7 +77,7 @@ async function warnWithoutMqtt(): Promise<void> {
 function launch(name: (typeof PROCESSES)[number]) {
   const entry = path.join(repoRoot, BUNDLES[name]!.dir, "dist", "main.js");
   const env = { ...process.env, ...serviceEnv, OPS_PORT: String(config.OPS_PORT && config.OPS_PORT + PROCESSES.indexOf(name)) };
-  const child = spawn(process.execPath, [...serviceNodeFlags(env), entry], { stdio: "inherit", env, cwd: repoRoot });
+  const child = spawn(process.execPath, [...serviceNodeFlags(name, env), entry], { stdio: "inherit", env, cwd: repoRoot });
   children.set(name, child);
   child.on("exit", (code, signal) => {
     if (children.get(name) === child) children.delete(name);

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { BUNDLES, buildBundles } from "../scripts/build.ts";
 import { GatewayEnv } from "../services/gateway/src/config.ts";
 import { parseDockerfile, repoRoot, stageChain, type DockerInstruction, type DockerStage } from "./deploy-render.ts";
-import { SERVICE_INITIAL_OLD_SPACE_MB } from "../packages/shared/src/node-flags.ts";
+import { serviceImageFlags } from "../packages/shared/src/node-flags.ts";
 
 const stages = parseDockerfile(readFileSync(path.join(repoRoot, "Dockerfile"), "utf8"));
 const stage = (name: string): DockerStage => {
@@ -111,7 +111,7 @@ describe("Dockerfile", () => {
     for (const svc of SERVICES) {
       const cmd = effective(svc, "CMD");
       // As npm start runs it (node-flags.ts), less the heap maximum: the container's memory limit sets that.
-      expect(cmd?.exec, `${svc} CMD in exec form`).toEqual(["node", "--enable-source-maps", `--initial-old-space-size=${SERVICE_INITIAL_OLD_SPACE_MB}`, `services/${svc}/dist/main.js`]);
+      expect(cmd?.exec, `${svc} CMD in exec form`).toEqual(["node", ...serviceImageFlags(svc), `services/${svc}/dist/main.js`]);
       // Defined in the target itself, not inherited from another service.
       expect(stage(svc).instructions.some((i) => i.keyword === "CMD")).toBe(true);
     }

@@ -151,10 +151,12 @@ export async function startPrivateStack(options: PrivateStackOptions): Promise<R
     // stderr the progress lines'.
     // BENCH_CPU_PROF=<dir>: each service writes a .cpuprofile there when it stops.
     const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.join(process.env.BENCH_CPU_PROF, name)}`] : [];
-    // BENCH_NODE_OPTIONS="--trace-gc ...": extra node flags for every service (memory investigations).
-    const extra = process.env.BENCH_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [];
+    // BENCH_NODE_OPTIONS="--trace-gc ...": extra node flags for every service (memory investigations);
+    // BENCH_<SERVICE>_NODE_OPTIONS (BENCH_TRACKING_NODE_OPTIONS, ...) for one, after those.
+    const flagsOf = (variable: string) => process.env[variable]?.split(/\s+/).filter(Boolean) ?? [];
+    const extra = [...flagsOf("BENCH_NODE_OPTIONS"), ...flagsOf(`BENCH_${name.toUpperCase()}_NODE_OPTIONS`)];
     // BENCH_NODE_OPTIONS flags come after npm start's (serviceNodeFlags), so they win.
-    const args = [`--title=whereabouts-${label}-${name}`, ...profile, ...serviceNodeFlags(env), ...extra, entry];
+    const args = [`--title=whereabouts-${label}-${name}`, ...profile, ...serviceNodeFlags(name, env), ...extra, entry];
     processes.set(name, spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", logFd, logFd] }));
   };
   const kill = async (name: StackProcess, signal: NodeJS.Signals = "SIGKILL") => {

@@ -16,17 +16,20 @@ import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, SCAN_DAT
  * assets, 5,000-event batches 37%. Alternated, 500,000 reads over 20,000
  * assets (before history rows went in passes, scan-store.ts): steady 13,497 -> 21,494 / 20,604 reads/s (stack CPU 124 -> 74 / 77
  * ms per 1,000 reads), churn 8,208 -> 14,673 / 14,312 (199 -> 109 / 115 ms).
+ * 8,000 with SCAN_CONSUMER_BATCH_BYTES at 4.5 MB (from 5,000 and 3 MB, which
+ * steady batches filled at about 4,800): Postgres's CPU per steady read 9%
+ * less, ingest beside retention's deletes 10% (README, sessions 27-28). Its
+ * memory: tracking's peak RSS stays where 5,000 had it with a smaller young
+ * generation (TRACKING_SEMI_SPACE_MB, node-flags.ts).
  */
-export const DEFAULT_SCAN_BATCH_SIZE = 5000;
+export const DEFAULT_SCAN_BATCH_SIZE = 8000;
 
 /**
  * Bytes of scan messages per batch. Scans of 10 tags (about 650 B) fill it at
- * some 4,800 messages, just before the count; scans of a thousand tags
- * (40-60 kB each) stop at 50-75 of them, 50,000-75,000 reads. Raising both
- * (8,000 / 4.5 MB) made steady ingest 10-15% faster but took tracking's peak
- * RSS to 249-255 MB (README, session 27).
+ * some 7,200 messages, before the count; scans of a thousand tags (40-60 kB
+ * each) stop at 75-110 of them, 75,000-110,000 reads.
  */
-export const SCAN_CONSUMER_BATCH_BYTES = 3 * 1024 * 1024;
+export const SCAN_CONSUMER_BATCH_BYTES = 4.5 * 1024 * 1024;
 
 /**
  * SCANS, shared by every tracking replica. Unfiltered: the stream is `scans.>`
