@@ -27,7 +27,7 @@
  */
 import pg from "pg";
 import { createPool } from "./db.ts";
-import { checkout, statementName, statementParams, transactionOn } from "./sql.ts";
+import { checkout, statementName, statementParam, transactionOn } from "./sql.ts";
 
 /** What stores need: raw SQL with bound parameters, on the client or inside a transaction. */
 export interface SqlRunner {
@@ -113,9 +113,13 @@ async function run(db: Queryable, text: string, values: unknown[], prepare: bool
     const result = (await db.query({ text, types: TYPES })) as pg.QueryResult | pg.QueryResult[];
     return Array.isArray(result) ? result[result.length - 1]! : result;
   }
-  const plain = values.map(sqlParam);
-  const name = prepare ? statementName(text, plain) : undefined;
-  const params = statementParams(plain);
+  // An array of plain values becomes its literal directly; only the rest is converted first (bigints, Dates), which
+  // copied every batch array element by element (2% of tracking's CPU under ingest).
+  const params = values.map((value) => {
+    const param = statementParam(value);
+    return param !== value ? param : statementParam(sqlParam(value));
+  });
+  const name = prepare ? statementName(text, values) : undefined;
   return db.query(name ? { name, text, values: params, types: TYPES } : { text, values: params, types: TYPES });
 }
 

@@ -63,7 +63,10 @@ type PlainValue = number | boolean | string | null | undefined;
  */
 export function arrayLiteral(values: ReadonlyArray<PlainValue>): string {
   // Ids, counts, sequences, microseconds: a whole array of numbers is joined natively (about 40% less time than the loop).
-  if (values.every((v) => typeof v === "number")) return `{${values.join(",")}}`;
+  return values.every((v) => typeof v === "number") ? `{${values.join(",")}}` : mixedLiteral(values);
+}
+
+function mixedLiteral(values: ReadonlyArray<PlainValue>): string {
   let out = "{";
   for (let i = 0; i < values.length; i++) {
     if (i) out += ",";
@@ -84,7 +87,24 @@ const isPlain = (v: unknown): v is PlainValue => v === null || v === undefined |
  * (arrayLiteral), anything else as given (pg serializes it).
  */
 export function statementParams(values: unknown[]): unknown[] {
-  return values.map((v) => (Array.isArray(v) && v.every(isPlain) ? arrayLiteral(v) : v));
+  return values.map(statementParam);
+}
+
+/**
+ * One parameter as statementParams gives it. An array is looked at once:
+ * numbers only (joined), plain values (the literal's loop), or anything else
+ * (returned as it is).
+ */
+export function statementParam(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  let numbers = true;
+  for (let i = 0; i < value.length; i++) {
+    const v: unknown = value[i];
+    if (typeof v === "number") continue;
+    numbers = false;
+    if (!isPlain(v)) return value;
+  }
+  return numbers ? `{${value.join(",")}}` : mixedLiteral(value as PlainValue[]);
 }
 
 export async function sqlQuery<T>(db: Sql, text: string, values: unknown[] = []): Promise<T[]> {
