@@ -42,5 +42,5 @@ export function serviceImageFlags(service: string): string[] {
 export function serviceNodeFlags(service: string, env: Record<string, string | undefined> = process.env): string[] {
   const own = env.NODE_OPTIONS ?? "";
   const [sourceMaps, ...limits] = serviceImageFlags(service);
-  return [sourceMaps!, ...[`--max-old-space-size=${SERVICE_HEAP_MB}`, ...limits].filter((flag) => !own.includes(`${flag.split("=")[0]}=`))];
+  return [sourceMaps!, ...[`--max-old-space-size=${SERVICE_HEAP_MB}`, ...limits].filter((flag) => !own.includes(flag.split("=")[0]!))];
 }
