@@ -84,4 +84,24 @@ describe("shapeBatch", () => {
     ]);
     expect(assets.map((a) => a.heldCount)).toEqual([9, null]);
   });
+
+  it("shapes a batch the same whichever order its rows come in (ingestion order takes the keyed sort, any other the comparator)", () => {
+    let seed = 11;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let round = 0; round < 20; round++) {
+      // Scans of up to 10 assets each among a few hundred, some observed out of order, tied or suppressed.
+      const rows: ScanRow[] = [];
+      for (let ord = 0; ord < 300; ord++) {
+        const assets = new Set(Array.from({ length: 1 + Math.floor(random() * 10) }, () => 1 + Math.floor(random() * (20 + round * 30))));
+        const offset = ord * 10 + (round % 2 ? Math.floor(random() * 60) - 30 : 0);
+        for (const assetId of assets) rows.push(scan(assetId, offset, ord, { keep: random() > 0.1 }));
+      }
+      const shuffled = [...rows].sort(() => random() - 0.5);
+      expect(shuffled).not.toEqual(rows);
+      const shaped = shapeBatch(rows);
+      expect(shaped).toEqual(shapeBatch(shuffled));
+      // In (asset, ingestion) order: the reference the comparator gives.
+      expect(shaped.assets.map((a) => a.assetId)).toEqual([...new Set(rows.map((r) => r.assetId))].sort((a, b) => a - b));
+    }
+  });
 });
