@@ -62,8 +62,8 @@ type PlainValue = number | boolean | string | null | undefined;
  * of 30,000 values, and a bulk job's event JSON was escaped twice over.
  */
 export function arrayLiteral(values: ReadonlyArray<PlainValue>): string {
-  // Ids, counts, sequences, microseconds: a whole array of numbers is joined natively (about 40% less time than the loop).
-  return values.every((v) => typeof v === "number") ? `{${values.join(",")}}` : mixedLiteral(values);
+  // Plain values always make a literal.
+  return statementParam(values) as string;
 }
 
 function mixedLiteral(values: ReadonlyArray<PlainValue>): string {
@@ -104,6 +104,7 @@ export function statementParam(value: unknown): unknown {
     numbers = false;
     if (!isPlain(v)) return value;
   }
+  // Ids, counts, sequences, microseconds: a whole array of numbers is joined natively (about 40% less time than the loop).
   return numbers ? `{${value.join(",")}}` : mixedLiteral(value as PlainValue[]);
 }
 

@@ -241,6 +241,7 @@ export function createScanService(deps: {
       await caughtUp;
       timer.lap("catch_up_ms");
       ({ good, unresolvedTags, orgs } = await dataPhase(() => resolveBatch(parsed, refused)));
+      // The closure above keeps `parsed` in this scope through the commit: let the payloads go now.
       parsed.length = 0;
     }
 
@@ -263,10 +264,7 @@ export function createScanService(deps: {
       // `locked`: smoothing reads every position it decides on locked (see smoothing.ts).
       const record = (locked: boolean) =>
         inTransaction(db, async (tx) => {
-          const claimed = await claimKeys(
-            tx,
-            unique.map(({ orgId, key }) => ({ orgId, key })),
-          );
+          const claimed = await claimKeys(tx, unique);
           const rows: ScanRow[] = [];
           const repeated: GoodScan[] = [];
           let fresh = 0;
