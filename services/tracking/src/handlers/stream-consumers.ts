@@ -20,24 +20,20 @@ import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, SCAN_DAT
  * steady batches filled at about 4,800): Postgres's CPU per steady read 9%
  * less, ingest beside retention's deletes 10% (README, sessions 27-28). Its
  * memory: tracking's peak RSS stays where 5,000 had it with a smaller young
- * generation (TRACKING_SEMI_SPACE_MB, node-flags.ts). 10,000 with 6.5 MB
- * (session 29): a steady batch of 100,000 reads instead of 72,000 writes a
- * position change for 0.20 of its reads instead of 0.27; alternated three
- * times, stack CPU per steady run 27.8 / 26.0 / 27.7 -> 23.3 / 23.2 / 26.8 s
- * (Postgres 14.9 / 13.9 / 14.5 -> 11.9 / 12.1 / 14.5 s), tracking's peak RSS
- * 194-198 -> 211-217 MB. Larger batches were left out for the ack wait: a
- * pulled batch waits for the one being written, then for its own commit
- * (TRACKING_SCAN_ACK_WAIT_MS, 15 s, must cover both on a slow hour).
+ * generation (TRACKING_SEMI_SPACE_MB, node-flags.ts). 10,000 and 6.5 MB
+ * (session 29) took another 10% off the stack's CPU per steady read (a
+ * position for 0.20 of a batch's reads instead of 0.27), but tracking's peak
+ * RSS reached 235 and 247 MB in full benchmark runs (the 250 MB target):
+ * left out.
  */
-export const DEFAULT_SCAN_BATCH_SIZE = 10_000;
+export const DEFAULT_SCAN_BATCH_SIZE = 8000;
 
 /**
- * Bytes of scan messages per batch: a bound on its reads whatever their
- * scans' size. Scans of 10 tags (about 650 B) reach the count at about the
- * same point; scans of a thousand tags (40-60 kB each) stop at 110-170 of
- * them, 110,000-170,000 reads.
+ * Bytes of scan messages per batch. Scans of 10 tags (about 650 B) fill it at
+ * some 7,200 messages, before the count; scans of a thousand tags (40-60 kB
+ * each) stop at 75-110 of them, 75,000-110,000 reads.
  */
-export const SCAN_CONSUMER_BATCH_BYTES = 6.5 * 1024 * 1024;
+export const SCAN_CONSUMER_BATCH_BYTES = 4.5 * 1024 * 1024;
 
 /**
  * SCANS, shared by every tracking replica. Unfiltered: the stream is `scans.>`
