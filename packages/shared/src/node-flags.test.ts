@@ -21,6 +21,8 @@ describe("serviceNodeFlags", () => {
   it("leaves out a limit NODE_OPTIONS sets itself", () => {
     expect(serviceNodeFlags("catalog", { NODE_OPTIONS: "--max-old-space-size=512" })).toEqual(["--enable-source-maps", initial]);
     expect(serviceNodeFlags("catalog", { NODE_OPTIONS: "--initial-old-space-size=32" })).toEqual(["--enable-source-maps", heap]);
+    // V8's other spelling: without this, the command line's flag came after it and won.
+    expect(serviceNodeFlags("tracking", { NODE_OPTIONS: "--max_old_space_size=512 --max_semi_space_size=16" })).toEqual(["--enable-source-maps", initial]);
   });
 
   it("is a limit below the heap's", () => {

@@ -40,7 +40,8 @@ export function serviceImageFlags(service: string): string[] {
 
 /** As npm start and the benchmark start `service`: its image flags and the heap maximum, less the limits NODE_OPTIONS sets itself. */
 export function serviceNodeFlags(service: string, env: Record<string, string | undefined> = process.env): string[] {
-  const own = env.NODE_OPTIONS ?? "";
+  // V8 takes a flag's name with dashes or underscores alike (--max_old_space_size): compared in one spelling.
+  const own = (env.NODE_OPTIONS ?? "").replaceAll("_", "-");
   const [sourceMaps, ...limits] = serviceImageFlags(service);
   return [sourceMaps!, ...[`--max-old-space-size=${SERVICE_HEAP_MB}`, ...limits].filter((flag) => !own.includes(flag.split("=")[0]!))];
 }
