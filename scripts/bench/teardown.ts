@@ -10,10 +10,13 @@ export interface Teardown {
   add(label: string, run: () => Promise<void>): void;
   /** Runs every step once, newest first; a failing step does not stop the others. */
   run(log: (message: string) => void): Promise<void>;
+  /** Labels of the steps not yet finished (the one running included), newest first. */
+  pending(): string[];
 }
 
 export function createTeardown(): Teardown {
   const steps: Step[] = [];
+  let current: Step | undefined;
   let running: Promise<void> | undefined;
   return {
     add(label, run) {
@@ -22,15 +25,19 @@ export function createTeardown(): Teardown {
     run(log) {
       running ??= (async () => {
         while (steps.length) {
-          const step = steps.pop()!;
+          current = steps.pop()!;
           try {
-            await step.run();
+            await current.run();
           } catch (err) {
-            log(`teardown: ${step.label} failed: ${(err as Error).message}`);
+            log(`teardown: ${current.label} failed: ${(err as Error).message}`);
           }
+          current = undefined;
         }
       })();
       return running;
+    },
+    pending() {
+      return [...(current ? [current.label] : []), ...steps.map((step) => step.label).reverse()];
     },
   };
 }
@@ -70,7 +77,12 @@ export function runWithTeardown(
   const teardown = createTeardown();
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal while a step hangs (a child that ignores SIGTERM, a database that will not drop) is the
+      // operator insisting: leave now, naming what may be left behind, rather than keep a stuck process alive.
+      log(`${signal} again: exiting without finishing teardown${teardown.pending().length ? ` (not stopped: ${teardown.pending().join(", ")})` : ""}`);
+      process.exit(130);
+    }
     stopping = true;
     log(`${signal}: stopping what was started`);
     void teardown.run(log).finally(() => process.exit(130));
