@@ -27,7 +27,7 @@ export const SERVICE_INITIAL_OLD_SPACE_MB = 64;
  * whose data outlives many young collections and is promoted whatever the
  * young generation's size: 16 MB less of it took tracking's peak RSS under
  * ingest with 8,000-message batches from 217-243 to 174-220 MB, its share of
- * the stack's CPU unchanged within the runs' spread (README, session 28).
+ * the stack's CPU unchanged within the runs' spread (docs/performance.md, session 28).
  */
 export const TRACKING_SEMI_SPACE_MB = 8;
 

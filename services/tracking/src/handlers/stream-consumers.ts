@@ -18,7 +18,7 @@ import { CATALOG_CONSUMER_BATCH_BYTES, CATALOG_CONSUMER_PULL, DURABLES, SCAN_DAT
  * ms per 1,000 reads), churn 8,208 -> 14,673 / 14,312 (199 -> 109 / 115 ms).
  * 8,000 with SCAN_CONSUMER_BATCH_BYTES at 4.5 MB (from 5,000 and 3 MB, which
  * steady batches filled at about 4,800): Postgres's CPU per steady read 9%
- * less, ingest beside retention's deletes 10% (README, sessions 27-28). Its
+ * less, ingest beside retention's deletes 10% (docs/performance.md, sessions 27-28). Its
  * memory: tracking's peak RSS stays where 5,000 had it with a smaller young
  * generation (TRACKING_SEMI_SPACE_MB, node-flags.ts). 10,000 and 6.5 MB
  * (session 29) took another 10% off the stack's CPU per steady read (a
