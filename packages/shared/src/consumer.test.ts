@@ -7,8 +7,10 @@
  * (until it is full), but the first message starts at once.
  */
 import { jetstream } from "@nats-io/jetstream";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBatchConsumer } from "./consumer.ts";
+import { serviceUnavailable } from "./errors.ts";
 import { createLogger } from "./logger.ts";
 import { connectNats, ensureStreams, type NatsConnection } from "./nats.ts";
 import { STREAMS } from "./subjects.ts";
@@ -145,5 +147,42 @@ describe("runBatchConsumer lingering for a fuller batch", () => {
     } finally {
       await c.worker.stop();
     }
+  });
+});
+
+describe("runBatchConsumer on a failed batch", () => {
+  /** Runs a consumer whose first batch throws `failure`; resolves with the log lines once it went through again. */
+  async function logsOfFailure(durable: string, failure: Error) {
+    const lines: Array<{ level: number; msg: string; reason?: string }> = [];
+    const captured = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const js = jetstream(nc);
+    await js.publish(`tracking.events.2.asset.${durable}`, new Uint8Array([1]));
+    let calls = 0;
+    const worker = await runBatchConsumer({
+      nc,
+      spec: { stream: STREAMS.TRACKING.name, durable, filterSubjects: [`tracking.events.2.asset.${durable}`], ackWaitMs: 30_000, maxDeliver: -1, batchSize: 10, pullMessages: 10 },
+      logger: captured,
+      retryDelayMs: 20,
+      handle: async (messages) => {
+        if (calls++ === 0) throw failure;
+        for (const m of messages) m.ack();
+      },
+    });
+    try {
+      await eventually(async () => (worker.processed() === 1 ? true : undefined));
+    } finally {
+      await worker.stop();
+    }
+    return lines.filter((l) => l.msg.includes("redelivered"));
+  }
+
+  it("logs a batch that waits for a read model (503) as a warning with its reason, and redelivers it", async () => {
+    const lines = await logsOfFailure("waits-test", serviceUnavailable("The read model is catching up; retry shortly"));
+    expect(lines).toEqual([expect.objectContaining({ level: 40, reason: "The read model is catching up; retry shortly" })]);
+  });
+
+  it("logs any other failure as an error, and redelivers it", async () => {
+    const lines = await logsOfFailure("fails-test", new Error("connection reset"));
+    expect(lines).toEqual([expect.objectContaining({ level: 50, msg: "batch failed; will be redelivered" })]);
   });
 });

@@ -24,7 +24,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { deadLetterEvent, type EventRefusal } from "./dead-letter.ts";
-import { serviceUnavailable } from "./errors.ts";
+import { AppError, serviceUnavailable } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Worker } from "./service.ts";
 import { logicalSubject, STREAM_PREFIX, wireSubject } from "./subjects.ts";
@@ -206,7 +206,11 @@ export async function runBatchConsumer(options: {
         metrics?.consumerProcessed.inc(labels, batch.length);
         metrics?.consumerBatchDuration.observe({ ...labels, outcome: "ok" }, (performance.now() - started) / 1000);
       } catch (err) {
-        logger.error({ err, durable: spec.durable, size: batch.length }, "batch failed; will be redelivered");
+        // A batch that waits for another part of the stack (a read model catching up: 503) is routine while that
+        // part is busy, a bulk import's events say: a warning. Anything else is an error.
+        if (err instanceof AppError && err.type === "service_unavailable") {
+          logger.warn({ durable: spec.durable, size: batch.length, reason: err.detail }, "batch waits for the stack to catch up; will be redelivered");
+        } else logger.error({ err, durable: spec.durable, size: batch.length }, "batch failed; will be redelivered");
         const detail = err instanceof Error ? err.message : String(err);
         for (const msg of batch) {
           // JetStream would never deliver it again: keep it, with the last error.
