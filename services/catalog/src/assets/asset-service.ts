@@ -31,12 +31,14 @@ import {
   throwIfAny,
   type JsonObject,
 } from "../requests/body-parse.ts";
+import { coalescedFinds } from "../db/coalesced-finds.ts";
 import { createCountCache } from "../requests/count-cache.ts";
 import { createPageCache } from "../requests/page-cache.ts";
 import { ASSET_LOCATION_READ_ONLY, checkEchoes } from "../requests/read-only-echo.ts";
 import { attachTags, detachOwnerTags, newTagRow } from "../tags/tag-service.ts";
 import {
   findAsset,
+  findAssets,
   insertAsset,
   insertAssetAtOnce,
   ASSET_LIST,
@@ -66,6 +68,8 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
   const counts = createCountCache();
   // Asset views show positions: the position consumer tells it of moves (positionsMoved).
   const pages = createPageCache();
+  // GETs by id that arrive together share a statement (coalesced-finds.ts).
+  const findView = coalescedFinds({ find: (orgId, id) => findAsset(db, orgId, id), findMany: (orgId, ids) => findAssets(db, orgId, ids) });
 
   /** A new asset: its id and its view (JSON text). */
   async function create(orgId: number, body: unknown): Promise<{ id: number; view: string }> {
@@ -117,7 +121,7 @@ export function createAssetService(deps: { events: EventPublisher; db: Parameter
 
   /** `{data: asset}` as JSON text, straight from Postgres. */
   async function get(orgId: number, id: number): Promise<JsonText> {
-    const view = await findAsset(db, orgId, id);
+    const view = await findView(orgId, id);
     if (!view) throw assetNotFound(id);
     return dataEnvelopeJson(view);
   }

@@ -46,8 +46,9 @@ const VIEW_TEXT = viewTextSql(assetFields(embeddedTagsText("asset", "a"), AT_LOC
 
 export type AssetState = RecordState<AssetView>;
 
-const reads = recordReads<AssetView>("catalog.assets", "a", { json: VIEW, text: VIEW_TEXT }, JOIN_LOCATION);
+const reads = recordReads<AssetView>("catalog.assets", "a", { json: VIEW, text: VIEW_TEXT }, JOIN_LOCATION, JOIN_LOCATION_PER_ROW);
 export const findAsset = reads.find;
+export const findAssets = reads.findMany;
 export const lockAsset = reads.lock;
 export const loadAsset = reads.load;
 
