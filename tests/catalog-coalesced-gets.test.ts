@@ -8,9 +8,10 @@
  */
 import type pg from "pg";
 import { createPool } from "@whereabouts/shared";
-import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
+import type { TestDatabase } from "@whereabouts/shared/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
+import { seedUnanalyzedCatalog } from "./unanalyzed-catalog.ts";
 import { createAssetService } from "../services/catalog/src/assets/asset-service.ts";
 import { findAsset, findAssets } from "../services/catalog/src/assets/asset-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
@@ -18,35 +19,22 @@ import type { EventPublisher } from "../services/catalog/src/events/event-outbox
 
 let db: TestDatabase;
 let pool: pg.Pool;
-/** Ids by what they are to organization 1. */
-const ids = { live: [] as number[], otherOrg: 0, deleted: 0, missing: 999_999 };
+/** Ids by what they are to organization 1 (`live` includes an expired asset and one not yet valid, both inactive). */
+const ids = { live: [] as number[], expired: 0, notYetValid: 0, otherOrg: 0, deleted: 0, missing: 999_999 };
 
 beforeAll(async () => {
   db = await createMigratedDatabase("catalog_coalesced_gets");
   pool = createPool(db.url, 3);
-  await pool.query(`
-    INSERT INTO catalog.locations (org_id, external_key, name, valid_from)
-    SELECT 1, 'LOC-' || g, 'Location ' || g, now() FROM generate_series(1, 500) g;
-    INSERT INTO catalog.assets (org_id, external_key, name, valid_from, metadata)
-    SELECT CASE WHEN g % 50 = 0 THEN 2 ELSE 1 END, 'A-' || g, 'Asset "' || g || '"', now(), jsonb_build_object('n', g)
-      FROM generate_series(1, 3000) g;
-    INSERT INTO catalog.asset_positions (asset_id, org_id, location_id, observed_at, seq)
-    SELECT a.id, a.org_id, 1 + a.id % 500, now(), 1 FROM catalog.assets a WHERE a.org_id = 1 AND a.id % 3 = 0;
-    INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
-    SELECT a.org_id, 'asset', a.id, 'rfid', 'E280' || lpad(a.id::text, 8, '0'), now() FROM catalog.assets a WHERE a.id % 2 = 0;`);
+  await seedUnanalyzedCatalog(pool, { locations: 500, assets: 3000, positioned: "a.id % 3 = 0", tagged: "a.id % 2 = 0", minModified: 500 });
   const { rows } = await pool.query<{ id: number; org_id: number }>("SELECT id, org_id FROM catalog.assets ORDER BY id LIMIT 60");
   ids.live = rows.filter((r) => r.org_id === 1).map((r) => r.id).slice(0, 12);
   ids.otherOrg = rows.find((r) => r.org_id === 2)!.id;
   ids.deleted = ids.live.pop()!;
   await pool.query("UPDATE catalog.assets SET deleted_at = now() WHERE id = $1", [ids.deleted]);
-  // Backends flush their table statistics at most once a second: poll until they show the inserts, unanalyzed.
-  await eventually(async () => {
-    const { rows: stats } = await pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_user_tables
-        WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags', 'asset_positions') AND n_mod_since_analyze >= 500`,
-    );
-    return Number(stats[0]!.n) === 3 ? true : undefined;
-  });
+  // Visibility rule 3: a read by id skips the currently-effective predicate, so these are answered like any live row.
+  [ids.expired, ids.notYetValid] = [ids.live[0]!, ids.live[1]!];
+  await pool.query("UPDATE catalog.assets SET valid_to = now() - interval '1 day', is_active = false WHERE id = $1", [ids.expired]);
+  await pool.query("UPDATE catalog.assets SET valid_from = now() + interval '1 day', is_active = false WHERE id = $1", [ids.notYetValid]);
 });
 
 afterAll(async () => {
@@ -60,6 +48,8 @@ describe("reading several assets by id in one statement", () => {
     const many = await findAssets(pool, 1, asked);
     for (const id of asked) expect(many.get(id)).toEqual(await findAsset(pool, 1, id));
     expect([...many.keys()].sort((a, b) => a - b)).toEqual([...ids.live].sort((a, b) => a - b));
+    expect(JSON.parse(many.get(ids.expired)!)).toMatchObject({ id: ids.expired, is_active: false, valid_to: expect.any(String) });
+    expect(JSON.parse(many.get(ids.notYetValid)!)).toMatchObject({ id: ids.notYetValid, is_active: false });
     // The views are whole records, tags and location included where there are any.
     const views = ids.live.map((id) => JSON.parse(many.get(id)!) as { id: number; tags: unknown[]; location_id: number | null });
     expect(views.map((v) => v.id)).toEqual(ids.live);

@@ -8,8 +8,9 @@
 import type pg from "pg";
 import { createPool } from "@whereabouts/shared";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, type TestDatabase } from "@whereabouts/shared/testing";
+import type { TestDatabase } from "@whereabouts/shared/testing";
 import { createMigratedDatabase } from "../scripts/migrated-test-database.ts";
+import { seedUnanalyzedCatalog } from "./unanalyzed-catalog.ts";
 import { applyPositions, ASSET_LIST, findAsset, lockAsset, type AssetFilters } from "../services/catalog/src/assets/asset-store.ts";
 import { findLocation, LOCATION_LIST, type LocationFilters } from "../services/catalog/src/locations/location-store.ts";
 import type { Db } from "../services/catalog/src/db/catalog-db.ts";
@@ -102,24 +103,14 @@ beforeAll(async () => {
   pool = createPool(db.url, 2);
   // A large import: thousands of assets, each with a tag, in one organization
   // (and a few in another), and no ANALYZE since.
-  await pool.query(`
-    INSERT INTO catalog.locations (org_id, external_key, name, valid_from)
-    SELECT 1, 'LOC-' || g, 'Location ' || g, now() FROM generate_series(1, 500) g;
-    INSERT INTO catalog.assets (org_id, external_key, name, valid_from)
-    SELECT CASE WHEN g % 50 = 0 THEN 2 ELSE 1 END, 'A-' || g, 'Asset ' || g, now() FROM generate_series(1, 8000) g;
-    INSERT INTO catalog.asset_positions (asset_id, org_id, location_id, observed_at, seq)
-    SELECT a.id, a.org_id, 1 + a.id % 500, now(), 1 FROM catalog.assets a WHERE a.org_id = 1;
-    INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
-    SELECT a.org_id, 'asset', a.id, 'rfid', 'E280' || lpad(a.id::text, 8, '0'), now() FROM catalog.assets a;
-    INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
-    SELECT 1, 'location', l.id, 'barcode', 'LOCBC-' || l.id, now() FROM catalog.locations l;`);
-  // Backends flush their table statistics at most once a second: poll until they show the import.
-  const unanalyzed = await eventually(async () => {
-    const { rows } = await pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_user_tables
-        WHERE schemaname = 'catalog' AND relname IN ('assets', 'tags', 'asset_positions') AND n_mod_since_analyze >= 7000`,
-    );
-    return Number(rows[0]!.n) === 3 ? 3 : undefined;
+  const unanalyzed = await seedUnanalyzedCatalog(pool, {
+    locations: 500,
+    assets: 8000,
+    positioned: "true",
+    tagged: "true",
+    minModified: 7000,
+    extra: `INSERT INTO catalog.tags (org_id, owner_type, owner_id, tag_type, value, valid_from)
+            SELECT 1, 'location', l.id, 'barcode', 'LOCBC-' || l.id, now() FROM catalog.locations l;`,
   });
   expect(unanalyzed).toBe(3);
 });

@@ -80,7 +80,8 @@ export function runWithTeardown(
     if (stopping) {
       // A second signal while a step hangs (a child that ignores SIGTERM, a database that will not drop) is the
       // operator insisting: leave now, naming what may be left behind, rather than keep a stuck process alive.
-      log(`${signal} again: exiting without finishing teardown${teardown.pending().length ? ` (not stopped: ${teardown.pending().join(", ")})` : ""}`);
+      const left = teardown.pending();
+      log(`${signal} again: exiting without finishing teardown${left.length ? ` (not stopped: ${left.join(", ")})` : ""}`);
       process.exit(130);
     }
     stopping = true;

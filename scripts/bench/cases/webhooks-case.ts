@@ -136,7 +136,6 @@ async function run(ctx: BenchContext, name: string, target: Target, webhooks: nu
     }
     const scansPerSecond = deliveriesPerSecond / webhooks / TAGS_PER_EVENT;
     let publishErrors = 0;
-    let moves = 0;
     // Each asset moves once in a run: two moves of one asset that tracking takes in one batch are one position,
     // one `asset.moved` (coalesced per asset per batch, issue 9), and the case would count the first as missing.
     const moved = new Set<number>();
@@ -150,10 +149,10 @@ async function run(ctx: BenchContext, name: string, target: Target, webhooks: nu
       );
       const at = performance.now();
       for (const asset of scan.assets) receiver.published.set(`${asset.id}@${Date.parse(scan.observedAt)}`, at);
-      moves += scan.assets.length;
       await ingest.js.publish(scan.subject, scan.data).catch(() => void publishErrors++);
     });
-    const expected = moves * webhooks;
+    // Each asset moved once: a move per asset.
+    const expected = moved.size * webhooks;
     // Everything offered arrives, or the case stops waiting a while after the last delivery.
     const deadline = performance.now() + ctx.profile.completionTimeoutMs;
     while (receiver.received < expected && performance.now() < deadline) {
@@ -183,7 +182,7 @@ async function run(ctx: BenchContext, name: string, target: Target, webhooks: nu
       note: `${webhooks} webhooks, ${Math.round(deliveriesPerSecond)} deliveries/s offered for ${seconds} s; latency is scan publish → POST received`,
       details: {
         webhooks,
-        moves_published: moves,
+        moves_published: moved.size,
         missing_moves: missingMoves,
         deliveries_expected: expected,
         deliveries_received: receiver.received,

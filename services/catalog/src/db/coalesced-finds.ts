@@ -11,7 +11,16 @@
  * statement would have returned, or that statement's error.
  */
 
-type Waiter = { resolve: (view: string | undefined) => void; reject: (err: unknown) => void };
+/** One id's read in a batch: every caller of that id gets this promise. */
+type Pending = { view: Promise<string | undefined>; settle: (read: Promise<Map<number, string>>, id: number) => void };
+
+function pendingRead(): Pending {
+  let settle!: Pending["settle"];
+  const view = new Promise<string | undefined>((resolve, reject) => {
+    settle = (read, id) => read.then((views) => resolve(views.get(id)), reject);
+  });
+  return { view, settle };
+}
 
 export interface FindStatements {
   find(orgId: number, id: number): Promise<string | undefined>;
@@ -20,38 +29,31 @@ export interface FindStatements {
 
 /** `find` as it answers one request; `statements.find` and `statements.findMany` as the statements run. */
 export function coalescedFinds(statements: FindStatements): (orgId: number, id: number) => Promise<string | undefined> {
-  let pending: Map<number, Map<number, Waiter[]>> | undefined;
+  /** The turn's requests: by organization, by id. */
+  let batch: Map<number, Map<number, Pending>> | undefined;
 
   function flush(): void {
-    const batch = pending!;
-    pending = undefined;
-    for (const [orgId, byId] of batch) {
+    const turn = batch!;
+    batch = undefined;
+    for (const [orgId, byId] of turn) {
       const ids = [...byId.keys()];
-      const read: Promise<Map<number, string>> =
+      const read =
         ids.length === 1
           ? statements.find(orgId, ids[0]!).then((view) => new Map(view === undefined ? [] : [[ids[0]!, view]]))
           : statements.findMany(orgId, ids);
-      read.then(
-        (views) => {
-          for (const [id, waiters] of byId) for (const w of waiters) w.resolve(views.get(id));
-        },
-        (err: unknown) => {
-          for (const waiters of byId.values()) for (const w of waiters) w.reject(err);
-        },
-      );
+      for (const [id, pending] of byId) pending.settle(read, id);
     }
   }
 
-  return (orgId, id) =>
-    new Promise<string | undefined>((resolve, reject) => {
-      if (!pending) {
-        pending = new Map();
-        setImmediate(flush);
-      }
-      let byId = pending.get(orgId);
-      if (!byId) pending.set(orgId, (byId = new Map()));
-      const waiters = byId.get(id);
-      if (waiters) waiters.push({ resolve, reject });
-      else byId.set(id, [{ resolve, reject }]);
-    });
+  return (orgId, id) => {
+    if (!batch) {
+      batch = new Map();
+      setImmediate(flush);
+    }
+    let byId = batch.get(orgId);
+    if (!byId) batch.set(orgId, (byId = new Map()));
+    let pending = byId.get(id);
+    if (!pending) byId.set(id, (pending = pendingRead()));
+    return pending.view;
+  };
 }
